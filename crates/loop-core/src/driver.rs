@@ -1,0 +1,230 @@
+//! The thin async driver: performs the I/O a [`Run`] asks for (model calls, tool batches,
+//! checkpoints, events) with tokio, and observes cancellation at the engine's boundaries.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{
+    Action, Effect, EngineError, Input, MaxIterationsHandler, Run, StopAtCap, Tick,
+};
+use crate::event::{Event, EventSink};
+use crate::executor::{ExecContext, ParallelExecutor, ToolExecutor};
+use crate::outcome::Outcome;
+use crate::provider::{
+    ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StreamEvent,
+};
+use crate::state::RunState;
+use crate::store::{CheckpointStore, StoreError};
+use crate::tool::{ToolChoice, ToolSet};
+
+/// Why driving a run failed (the run itself stays consistent and can be driven again).
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The engine refused an input (a bug) or the run could not continue.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A checkpoint could not be saved; the run stopped so no progress goes unrecorded.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Drives [`Run`]s against a provider and tools.
+pub struct Driver {
+    provider: Arc<dyn Provider>,
+    tools: ToolSet,
+    executor: Arc<dyn ToolExecutor>,
+    cancel: CancellationToken,
+    iteration_handler: Arc<dyn MaxIterationsHandler>,
+    store: Option<(Arc<dyn CheckpointStore>, String)>,
+    events: EventSink,
+    streaming: bool,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("model", &self.provider.model())
+            .field("tools", &self.tools)
+            .field("streaming", &self.streaming)
+            .finish()
+    }
+}
+
+impl Driver {
+    /// A driver with the parallel executor, the stop-at-cap handler, no store and no sink.
+    pub fn new(provider: Arc<dyn Provider>, tools: ToolSet) -> Self {
+        Self {
+            provider,
+            tools,
+            executor: Arc::new(ParallelExecutor),
+            cancel: CancellationToken::new(),
+            iteration_handler: Arc::new(StopAtCap),
+            store: None,
+            events: EventSink::none(),
+            streaming: false,
+        }
+    }
+
+    /// Uses this token for cooperative cancellation (F7).
+    #[must_use]
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Publishes events here.
+    #[must_use]
+    pub fn with_events(mut self, sink: EventSink) -> Self {
+        self.events = sink;
+        self
+    }
+
+    /// Saves checkpoints of `run_id` to `store`.
+    #[must_use]
+    pub fn with_store(
+        mut self,
+        store: Arc<dyn CheckpointStore>,
+        run_id: impl Into<String>,
+    ) -> Self {
+        self.store = Some((store, run_id.into()));
+        self
+    }
+
+    /// Uses another tool executor (retries, idempotency envelope).
+    #[must_use]
+    pub fn with_executor(mut self, executor: Arc<dyn ToolExecutor>) -> Self {
+        self.executor = executor;
+        self
+    }
+
+    /// Uses another max-iterations handler (F11).
+    #[must_use]
+    pub fn with_iteration_handler(mut self, handler: Arc<dyn MaxIterationsHandler>) -> Self {
+        self.iteration_handler = handler;
+        self
+    }
+
+    /// Streams model calls, publishing text deltas as events.
+    #[must_use]
+    pub fn streaming(mut self, on: bool) -> Self {
+        self.streaming = on;
+        self
+    }
+
+    /// The cancellation token.
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    fn run_id(&self) -> String {
+        self.store
+            .as_ref()
+            .map_or_else(|| "run".to_owned(), |(_, id)| id.clone())
+    }
+
+    /// Drives `run` until it finishes or waits on a human. Safe to call again on a restored
+    /// run or after [`Run::provide_human_reply`].
+    pub async fn drive(&self, run: &mut Run) -> Result<Outcome, DriverError> {
+        let base = run.elapsed();
+        let start = tokio::time::Instant::now();
+        let tick = |cancel: &CancellationToken| Tick {
+            elapsed: base + start.elapsed(),
+            cancel_requested: cancel.is_cancelled(),
+        };
+        self.events.emit(&Event::RunStarted {
+            run_id: self.run_id(),
+        });
+        let mut input = Input::Start;
+        loop {
+            let action = run.step(input, tick(&self.cancel))?;
+            self.flush(run).await?;
+            input = match action {
+                Action::CallModel(spec) => {
+                    let mut request = run.model_request(&spec);
+                    let note;
+                    if !self.provider.supports_tool_choice() {
+                        if let ToolChoice::Named(name) = &request.tool_choice {
+                            note = format!(
+                                "{}\nYou must call the `{name}` tool now.",
+                                request.instruction.unwrap_or_default()
+                            );
+                            request.instruction = Some(note.trim_start());
+                        }
+                    }
+                    match self.call_model(&request).await {
+                        Ok(response) => Input::ModelReply(response),
+                        Err(error) => Input::ModelFailed(error),
+                    }
+                }
+                Action::RunTools(calls) => {
+                    let cx = ExecContext {
+                        cancel: self.cancel.clone(),
+                        events: self.events.clone(),
+                    };
+                    Input::ToolsDone(self.executor.execute(&calls, &self.tools, &cx).await)
+                }
+                Action::MaxIterationsReached { count } => Input::IterationDecision(
+                    self.iteration_handler
+                        .on_max_iterations(count, run.messages())
+                        .await,
+                ),
+                Action::Finish(outcome) => {
+                    self.announce_end(&outcome);
+                    return Ok(outcome);
+                }
+            };
+        }
+    }
+
+    async fn call_model(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
+        if !self.streaming {
+            return self.provider.complete(request).await;
+        }
+        let mut stream = self.provider.stream(request).await?;
+        while let Some(item) = stream.next().await {
+            match item {
+                StreamEvent::TextDelta(text) => self.events.emit(&Event::TextDelta { text }),
+                StreamEvent::ToolCallDelta { .. } => {}
+                // The first finished signal ends the call; anything after it is ignored (F24).
+                StreamEvent::Finished(result) => return result,
+            }
+        }
+        Err(ProviderError::new(
+            ProviderErrorKind::StreamBroken,
+            "the stream ended without a finished signal",
+        ))
+    }
+
+    async fn flush(&self, run: &mut Run) -> Result<(), DriverError> {
+        while let Some(effect) = run.poll_effect() {
+            match effect {
+                Effect::Emit(event) => self.events.emit(&event),
+                Effect::Checkpoint(kind) => {
+                    if let Some((store, run_id)) = &self.store {
+                        store
+                            .save(run_id, kind, &run.header(), run.messages())
+                            .await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn announce_end(&self, outcome: &Outcome) {
+        let run_id = self.run_id();
+        let event = match outcome.state {
+            RunState::Completed => Event::RunCompleted { run_id },
+            RunState::Cancelled => Event::RunCancelled { run_id },
+            RunState::WaitingOnHuman | RunState::WaitingForInput => return,
+            state => Event::RunFailed {
+                run_id,
+                state,
+                cause: outcome.stop.describe(),
+            },
+        };
+        self.events.emit(&event);
+    }
+}

@@ -1,0 +1,622 @@
+//! [`Run`]: the loop as a state machine that does no I/O, its builder, and its serde form.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, LoopConfig};
+use crate::context::{ContextPolicy, KeepAll};
+use crate::engine::io::{CallSpec, Effect};
+use crate::event::Event;
+use crate::guard::{Counters, Guard, GuardStateError};
+use crate::guards;
+use crate::message::{Message, Role, ToolCall, ToolResult};
+use crate::outcome::{Outcome, StopCause};
+use crate::provider::ModelRequest;
+use crate::state::{IllegalTransition, RunState};
+use crate::store::CheckpointKind;
+use crate::tool::{ToolChoice, ToolDefinition};
+
+/// Where the engine is between steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// At a turn boundary; the next step starts a turn.
+    Ready,
+    /// A model call is out.
+    AwaitingModel {
+        /// The call.
+        spec: CallSpec,
+    },
+    /// A tool batch is out.
+    AwaitingTools {
+        /// Every call of the batch, in the model's order.
+        batch: Vec<ToolCall>,
+        /// The calls sent to the driver.
+        dispatched: Vec<ToolCall>,
+        /// Results decided without running (rejected or replaced calls).
+        prefilled: Vec<ToolResult>,
+        /// An `ask_human` call in the batch, answered by a person after the batch.
+        human_call: Option<ToolCall>,
+        /// Messages guards asked to add once the results are in.
+        deferred: Vec<Message>,
+    },
+    /// The max-iterations handler is being asked.
+    AwaitingIterationDecision {
+        /// Iterations consumed.
+        count: u32,
+    },
+    /// Waiting for a human's answer to an `ask_human` call.
+    AwaitingHuman {
+        /// The call being answered.
+        call_id: String,
+        /// The question.
+        question: String,
+    },
+    /// Done; the outcome is kept so a repeated `Start` returns it again.
+    Finished {
+        /// The outcome.
+        outcome: Outcome,
+    },
+}
+
+/// Everything about a run except its messages, guards and policy, as plain serde data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCore {
+    /// The configuration the run was built with.
+    pub config: LoopConfig,
+    /// The run state (F8).
+    pub state: RunState,
+    /// The engine phase.
+    pub phase: Phase,
+    /// Counters.
+    pub counters: Counters,
+    /// Tool definitions sent to the model (`ask_human` included when on).
+    pub tools: Vec<ToolDefinition>,
+    /// Delegation depth: 0 for a top-level run.
+    pub depth: u32,
+    /// The iteration cap in force for this run (a per-run override of `limits.max_iterations`).
+    pub iteration_cap: u32,
+    /// Elapsed run time at the last step, in milliseconds.
+    pub elapsed_ms: u64,
+    /// A tool choice a guard forced for the next call.
+    pub pending_choice: Option<ToolChoice>,
+    /// Text of truncated replies being continued (F12).
+    pub partial_text: String,
+    /// The stop being answered by a fallback call.
+    pub pending_stop: Option<StopCause>,
+    /// True once `NearBudget` was emitted.
+    pub near_budget_emitted: bool,
+    /// A stable hash of the system prompt (F34: resume halts if it changed).
+    pub system_prompt_hash: Option<String>,
+}
+
+/// The serde form of a run without its messages: what a checkpoint stores beside them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// Engine data.
+    pub core: RunCore,
+    /// Number of messages at the checkpoint (the message cursor).
+    pub message_count: usize,
+    /// Guard states by guard name.
+    pub guards: BTreeMap<String, serde_json::Value>,
+    /// The context policy's state.
+    pub policy: serde_json::Value,
+}
+
+/// A misuse of the engine or a run that cannot be built or restored.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A child run deeper than the delegation cap (F2).
+    #[error("delegation depth {depth} exceeds the maximum of {max}")]
+    DelegationTooDeep {
+        /// The requested depth.
+        depth: u32,
+        /// The cap.
+        max: u32,
+    },
+    /// A run needs at least one message.
+    #[error("a run needs a user message or a history to start from")]
+    NoInput,
+    /// Two guards share a name, so their states would collide.
+    #[error("two guards are named `{0}`")]
+    DuplicateGuard(String),
+    /// The input does not fit the phase (a driver bug).
+    #[error("input {input} is not expected in phase {phase}")]
+    UnexpectedInput {
+        /// The phase.
+        phase: &'static str,
+        /// The input.
+        input: &'static str,
+    },
+    /// An illegal state transition (an engine bug).
+    #[error(transparent)]
+    IllegalTransition(#[from] IllegalTransition),
+    /// A guard or policy state could not be restored.
+    #[error(transparent)]
+    GuardState(#[from] GuardStateError),
+    /// A stored run does not add up.
+    #[error("corrupt run snapshot: {0}")]
+    CorruptSnapshot(String),
+    /// The operation needs another state.
+    #[error("operation needs state {expected}, the run is {actual:?}")]
+    WrongState {
+        /// What was needed.
+        expected: &'static str,
+        /// What the run is in.
+        actual: RunState,
+    },
+}
+
+/// An agent loop as a state machine that does no I/O (quinn-proto style).
+///
+/// Feed it [`Input`](crate::engine::Input)s with [`Run::step`]; it answers with the next
+/// [`Action`](crate::engine::Action) and queues [`Effect`]s (events, checkpoints) to drain with
+/// [`Run::poll_effect`]. The [`Driver`](crate::driver::Driver) does this with real I/O; tests and
+/// simulations do it by hand.
+///
+/// ```
+/// use std::time::Duration;
+/// use looprail_loop_core::prelude::*;
+///
+/// let mut run = Run::builder(LoopConfig::default()).user("What is 2 + 2?").build().unwrap();
+/// let action = run.step(Input::Start, Tick::at(Duration::ZERO)).unwrap();
+/// assert!(matches!(action, Action::CallModel(_)));
+///
+/// let reply = ModelResponse::text("demo-model", "4");
+/// match run.step(Input::ModelReply(reply), Tick::at(Duration::from_secs(1))).unwrap() {
+///     Action::Finish(outcome) => {
+///         assert_eq!(outcome.final_text, "4");
+///         assert_eq!(outcome.state, RunState::Completed);
+///     }
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// ```
+pub struct Run {
+    pub(crate) core: RunCore,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) guards: Vec<Box<dyn Guard>>,
+    pub(crate) policy: Box<dyn ContextPolicy>,
+    pub(crate) effects: VecDeque<Effect>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("state", &self.core.state)
+            .field("phase", &self.core.phase)
+            .field("messages", &self.messages.len())
+            .field(
+                "guards",
+                &self
+                    .guards
+                    .iter()
+                    .map(|g| g.name().to_owned())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// Capacity for a history of `len` messages that is about to grow.
+fn headroom(len: usize) -> usize {
+    len + len / 2 + 16
+}
+
+/// A stable 64-bit FNV-1a hash of a system prompt, as hex.
+pub fn system_prompt_hash(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+fn system_hash_of(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .find(|m| m.role == Role::System)
+        .and_then(Message::joined_text)
+        .map(|t| system_prompt_hash(&t))
+}
+
+/// The `ask_human` tool definition the engine declares when it is switched on.
+pub fn ask_human_definition(name: &str) -> ToolDefinition {
+    ToolDefinition::new(
+        name,
+        "Ask the human for direction when you are stuck, need a decision, or need information \
+         only they have. The run pauses until they answer.",
+        serde_json::json!({
+            "type": "object",
+            "properties": {"question": {"type": "string", "description": "What you need to know"}},
+            "required": ["question"]
+        }),
+    )
+}
+
+/// Builds a [`Run`].
+pub struct RunBuilder {
+    config: LoopConfig,
+    system: Option<String>,
+    history: Vec<Message>,
+    user: Option<String>,
+    tools: Vec<ToolDefinition>,
+    guards: Vec<Box<dyn Guard>>,
+    default_guards: bool,
+    policy: Option<Box<dyn ContextPolicy>>,
+    depth: u32,
+    max_iterations: Option<u32>,
+}
+
+impl RunBuilder {
+    /// Sets the system prompt (placed first).
+    #[must_use]
+    pub fn system(mut self, text: impl Into<String>) -> Self {
+        self.system = Some(text.into());
+        self
+    }
+
+    /// Starts from an earlier conversation.
+    #[must_use]
+    pub fn history(mut self, messages: Vec<Message>) -> Self {
+        self.history = messages;
+        self
+    }
+
+    /// The user's message that starts the run.
+    #[must_use]
+    pub fn user(mut self, text: impl Into<String>) -> Self {
+        self.user = Some(text.into());
+        self
+    }
+
+    /// The tools the model may call.
+    #[must_use]
+    pub fn tools(mut self, tools: Vec<ToolDefinition>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Adds a guard after the defaults (time limits, budgets, todo nudge).
+    #[must_use]
+    pub fn guard(mut self, guard: impl Guard + 'static) -> Self {
+        self.guards.push(Box::new(guard));
+        self
+    }
+
+    /// Adds a boxed guard.
+    #[must_use]
+    pub fn boxed_guard(mut self, guard: Box<dyn Guard>) -> Self {
+        self.guards.push(guard);
+        self
+    }
+
+    /// Leaves out the default guards (for tests of a single guard).
+    #[must_use]
+    pub fn without_default_guards(mut self) -> Self {
+        self.default_guards = false;
+        self
+    }
+
+    /// Sets the context policy (default: [`KeepAll`]).
+    #[must_use]
+    pub fn policy(mut self, policy: impl ContextPolicy + 'static) -> Self {
+        self.policy = Some(Box::new(policy));
+        self
+    }
+
+    /// The delegation depth of this run (0 for a top-level run, F37).
+    #[must_use]
+    pub fn depth(mut self, depth: u32) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Overrides the iteration cap for this run only (S4's per-call `max_iterations`).
+    #[must_use]
+    pub fn max_iterations(mut self, cap: u32) -> Self {
+        self.max_iterations = Some(cap);
+        self
+    }
+
+    /// Validates and builds the run.
+    pub fn build(self) -> Result<Run, EngineError> {
+        self.config.validate()?;
+        let max_depth = self.config.limits.max_delegation_depth;
+        if self.depth > max_depth {
+            return Err(EngineError::DelegationTooDeep {
+                depth: self.depth,
+                max: max_depth,
+            });
+        }
+        if self.max_iterations == Some(0) {
+            return Err(ConfigError::new(
+                "max_iterations",
+                "the per-run override must be at least 1",
+            )
+            .into());
+        }
+        // A run grows right after it is built or restored: leave headroom so its first turns
+        // do not copy the whole history to a bigger allocation.
+        let mut messages = Vec::with_capacity(headroom(self.history.len()));
+        if let Some(system) = self.system {
+            if !self.history.iter().any(|m| m.role == Role::System) {
+                messages.push(Message::system(system));
+            }
+        }
+        messages.extend(self.history);
+        if let Some(user) = self.user {
+            messages.push(Message::user(user));
+        }
+        if !messages.iter().any(|m| m.role != Role::System) {
+            return Err(EngineError::NoInput);
+        }
+        let mut tools = self.tools;
+        if let Some(name) = &self.config.guardrails.ask_human_tool {
+            if !tools.iter().any(|t| &t.name == name) {
+                tools.push(ask_human_definition(name));
+            }
+        }
+        let mut all_guards: Vec<Box<dyn Guard>> = if self.default_guards {
+            guards::defaults(&self.config)
+        } else {
+            Vec::new()
+        };
+        all_guards.extend(self.guards);
+        let mut names = std::collections::BTreeSet::new();
+        for guard in &all_guards {
+            if !names.insert(guard.name().to_owned()) {
+                return Err(EngineError::DuplicateGuard(guard.name().to_owned()));
+            }
+        }
+        let iteration_cap = self
+            .max_iterations
+            .unwrap_or(self.config.limits.max_iterations);
+        let core = RunCore {
+            system_prompt_hash: system_hash_of(&messages),
+            config: self.config,
+            state: RunState::Running,
+            phase: Phase::Ready,
+            counters: Counters {
+                user_turns: 1,
+                ..Counters::default()
+            },
+            tools,
+            depth: self.depth,
+            iteration_cap,
+            elapsed_ms: 0,
+            pending_choice: None,
+            partial_text: String::new(),
+            pending_stop: None,
+            near_budget_emitted: false,
+        };
+        let mut run = Run {
+            core,
+            messages,
+            guards: all_guards,
+            policy: self.policy.unwrap_or_else(|| Box::new(KeepAll)),
+            effects: VecDeque::new(),
+        };
+        run.effects
+            .push_back(Effect::Checkpoint(CheckpointKind::Input));
+        Ok(run)
+    }
+}
+
+impl Run {
+    /// Starts building a run with this configuration.
+    pub fn builder(config: LoopConfig) -> RunBuilder {
+        RunBuilder {
+            config,
+            system: None,
+            history: Vec::new(),
+            user: None,
+            tools: Vec::new(),
+            guards: Vec::new(),
+            default_guards: true,
+            policy: None,
+            depth: 0,
+            max_iterations: None,
+        }
+    }
+
+    /// The conversation.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The conversation without runtime-internal messages (what a UI shows).
+    pub fn visible_messages(&self) -> impl Iterator<Item = &Message> {
+        self.messages.iter().filter(|m| !m.is_internal())
+    }
+
+    /// The run state.
+    pub fn state(&self) -> RunState {
+        self.core.state
+    }
+
+    /// The engine phase.
+    pub fn phase(&self) -> &Phase {
+        &self.core.phase
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &Counters {
+        &self.core.counters
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LoopConfig {
+        &self.core.config
+    }
+
+    /// The delegation depth.
+    pub fn depth(&self) -> u32 {
+        self.core.depth
+    }
+
+    /// The tool definitions sent to the model.
+    pub fn tool_definitions(&self) -> &[ToolDefinition] {
+        &self.core.tools
+    }
+
+    /// Elapsed run time at the last step (carried across restarts).
+    pub fn elapsed(&self) -> Duration {
+        Duration::from_millis(self.core.elapsed_ms)
+    }
+
+    /// The system prompt's hash at build time.
+    pub fn system_prompt_hash(&self) -> Option<&str> {
+        self.core.system_prompt_hash.as_deref()
+    }
+
+    /// The next queued side effect, in order.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// The request for a [`CallSpec`], borrowing the history (no copy).
+    pub fn model_request<'a>(&'a self, spec: &'a CallSpec) -> ModelRequest<'a> {
+        ModelRequest {
+            messages: &self.messages,
+            tools: &self.core.tools,
+            tool_choice: spec.tool_choice.clone(),
+            max_output_tokens: self.core.config.limits.max_output_tokens,
+            instruction: spec.instruction.as_deref(),
+            purpose: spec.purpose,
+        }
+    }
+
+    /// True when the remaining tokens or cost are inside the configured reserve (F5).
+    pub fn near_budget(&self) -> bool {
+        let config = &self.core.config;
+        let counters = &self.core.counters;
+        let tokens_near = config.budget.token_budget.is_some_and(|budget| {
+            budget.saturating_sub(counters.usage.total()) <= config.guardrails.reserve_tokens
+        });
+        let cost_near = config.budget.cost_limit.is_some_and(|limit| {
+            limit - counters.cost <= limit * config.guardrails.reserve_cost_fraction
+        });
+        tokens_near || cost_near
+    }
+
+    /// The run's serde form without messages (a checkpoint header).
+    pub fn header(&self) -> RunHeader {
+        RunHeader {
+            core: self.core.clone(),
+            message_count: self.messages.len(),
+            guards: self
+                .guards
+                .iter()
+                .map(|g| (g.name().to_owned(), g.save_state()))
+                .collect(),
+            policy: self.policy.save_state(),
+        }
+    }
+
+    /// Rebuilds a run from a checkpoint. Guards and the policy are built by the caller (they
+    /// are code) and get their saved state back by name; a guard without saved state starts
+    /// fresh.
+    pub fn restore(
+        header: RunHeader,
+        messages: Vec<Message>,
+        mut guards: Vec<Box<dyn Guard>>,
+        mut policy: Box<dyn ContextPolicy>,
+    ) -> Result<Run, EngineError> {
+        if header.message_count != messages.len() {
+            return Err(EngineError::CorruptSnapshot(format!(
+                "header counts {} messages, {} were stored",
+                header.message_count,
+                messages.len()
+            )));
+        }
+        let mut states = header.guards;
+        for guard in &mut guards {
+            if let Some(state) = states.remove(guard.name()) {
+                guard.load_state(state)?;
+            }
+        }
+        policy.load_state(header.policy)?;
+        let mut messages = messages;
+        messages.reserve(headroom(messages.len()) - messages.len());
+        Ok(Run {
+            core: header.core,
+            messages,
+            guards,
+            policy,
+            effects: VecDeque::new(),
+        })
+    }
+
+    /// Starts the next user turn of a conversation after the run completed (or while it
+    /// waits for input). Per-turn counters reset; totals and guard histories carry on.
+    pub fn begin_user_turn(&mut self, text: impl Into<String>) -> Result<(), EngineError> {
+        if !matches!(
+            self.core.state,
+            RunState::Completed | RunState::WaitingForInput
+        ) {
+            return Err(EngineError::WrongState {
+                expected: "completed or waiting_for_input",
+                actual: self.core.state,
+            });
+        }
+        self.set_state(RunState::Running)?;
+        self.messages.push(Message::user(text));
+        self.start_user_turn();
+        Ok(())
+    }
+
+    /// Answers the pending `ask_human` question; the run continues at the next
+    /// [`Input::Start`](crate::engine::Input::Start).
+    pub fn provide_human_reply(&mut self, text: impl Into<String>) -> Result<(), EngineError> {
+        let Phase::AwaitingHuman { call_id, .. } = &self.core.phase else {
+            return Err(EngineError::WrongState {
+                expected: "waiting_on_human",
+                actual: self.core.state,
+            });
+        };
+        let result = ToolResult::ok(call_id.clone(), text);
+        self.set_state(RunState::Running)?;
+        self.messages.push(Message::tool_result(result));
+        self.start_user_turn();
+        Ok(())
+    }
+
+    fn start_user_turn(&mut self) {
+        let counters = &mut self.core.counters;
+        counters.user_turns = counters.user_turns.saturating_add(1);
+        counters.iterations = 0;
+        counters.max_tokens_recoveries = 0;
+        self.core.partial_text.clear();
+        self.core.phase = Phase::Ready;
+        for guard in &mut self.guards {
+            guard.on_user_turn();
+        }
+        self.policy.on_user_turn();
+        self.effects
+            .push_back(Effect::Checkpoint(CheckpointKind::Input));
+    }
+
+    pub(crate) fn emit(&mut self, event: Event) {
+        self.effects.push_back(Effect::Emit(event));
+    }
+
+    pub(crate) fn checkpoint(&mut self, kind: CheckpointKind) {
+        self.effects.push_back(Effect::Checkpoint(kind));
+    }
+
+    pub(crate) fn set_state(&mut self, to: RunState) -> Result<(), EngineError> {
+        let from = self.core.state;
+        if from == to {
+            return Ok(());
+        }
+        self.core.state.transition(to)?;
+        self.emit(Event::StateChanged { from, to });
+        Ok(())
+    }
+}

@@ -1,0 +1,598 @@
+//! The transitions of [`Run`]: one turn as data flows (ARCHITECTURE.md).
+
+use std::time::Duration;
+
+use crate::context::ContextView;
+use crate::engine::fallback::{deterministic_reply, fallback_instruction};
+use crate::engine::io::{Action, CallSpec, Input, Tick};
+use crate::engine::iterations::IterationDecision;
+use crate::engine::run::{EngineError, Phase, Run};
+use crate::engine::tool_calls::{FLAG_NOT_EXECUTED, truncate_output, validate_call};
+use crate::event::Event;
+use crate::guard::{Decision, Guard, TurnView};
+use crate::message::{Message, Role, ToolCall, ToolResult};
+use crate::outcome::{FallbackKind, LimitReason, Outcome, ReplyMode, StopCause};
+use crate::provider::{CallPurpose, ModelResponse, ProviderError, StopReason};
+use crate::state::RunState;
+use crate::store::CheckpointKind;
+use crate::tool::ToolChoice;
+
+/// The internal continuation prompt of F12.
+const CONTINUATION_PROMPT: &str = "Your last reply was cut off by the output limit. Continue exactly where you left off, \
+     without repeating what you already wrote.";
+
+impl Phase {
+    fn label(&self) -> &'static str {
+        match self {
+            Phase::Ready => "ready",
+            Phase::AwaitingModel { .. } => "awaiting_model",
+            Phase::AwaitingTools { .. } => "awaiting_tools",
+            Phase::AwaitingIterationDecision { .. } => "awaiting_iteration_decision",
+            Phase::AwaitingHuman { .. } => "awaiting_human",
+            Phase::Finished { .. } => "finished",
+        }
+    }
+}
+
+impl Input {
+    fn label(&self) -> &'static str {
+        match self {
+            Input::Start => "start",
+            Input::ModelReply(_) => "model_reply",
+            Input::ModelFailed(_) => "model_failed",
+            Input::ToolsDone(_) => "tools_done",
+            Input::IterationDecision(_) => "iteration_decision",
+        }
+    }
+}
+
+impl Run {
+    /// Feeds one input and returns what to do next. See [`Run`] for the protocol.
+    pub fn step(&mut self, input: Input, tick: Tick) -> Result<Action, EngineError> {
+        self.core.elapsed_ms = u64::try_from(tick.elapsed.as_millis()).unwrap_or(u64::MAX);
+        let phase = std::mem::replace(&mut self.core.phase, Phase::Ready);
+        match (phase, input) {
+            (Phase::Ready, Input::Start) => self.begin_turn(tick),
+            // Picking up a restored run: repeat the pending request.
+            (Phase::AwaitingModel { spec }, Input::Start) => {
+                let action = Action::CallModel(spec.clone());
+                self.core.phase = Phase::AwaitingModel { spec };
+                Ok(action)
+            }
+            (
+                Phase::AwaitingTools {
+                    batch,
+                    dispatched,
+                    prefilled,
+                    human_call,
+                    deferred,
+                },
+                Input::Start,
+            ) => {
+                let action = Action::RunTools(dispatched.clone());
+                self.core.phase = Phase::AwaitingTools {
+                    batch,
+                    dispatched,
+                    prefilled,
+                    human_call,
+                    deferred,
+                };
+                Ok(action)
+            }
+            (Phase::AwaitingIterationDecision { count }, Input::Start) => {
+                self.core.phase = Phase::AwaitingIterationDecision { count };
+                Ok(Action::MaxIterationsReached { count })
+            }
+            (Phase::AwaitingHuman { call_id, question }, Input::Start) => {
+                let outcome = self.outcome(
+                    StopCause::HandedToHuman {
+                        question: question.clone(),
+                    },
+                    question.clone(),
+                    None,
+                );
+                self.core.phase = Phase::AwaitingHuman { call_id, question };
+                Ok(Action::Finish(outcome))
+            }
+            (Phase::Finished { outcome }, Input::Start) => {
+                let action = Action::Finish(outcome.clone());
+                self.core.phase = Phase::Finished { outcome };
+                Ok(action)
+            }
+            (Phase::AwaitingModel { spec }, Input::ModelReply(response)) => {
+                self.on_reply(spec, response, tick)
+            }
+            (Phase::AwaitingModel { spec }, Input::ModelFailed(error)) => {
+                self.on_failure(spec, error)
+            }
+            (
+                Phase::AwaitingTools {
+                    batch,
+                    prefilled,
+                    human_call,
+                    deferred,
+                    ..
+                },
+                Input::ToolsDone(results),
+            ) => self.on_tools_done(batch, prefilled, human_call, deferred, results, tick),
+            (Phase::AwaitingIterationDecision { .. }, Input::IterationDecision(decision)) => {
+                self.on_iteration_decision(decision, tick)
+            }
+            (phase, input) => {
+                let error = EngineError::UnexpectedInput {
+                    phase: phase.label(),
+                    input: input.label(),
+                };
+                self.core.phase = phase;
+                Err(error)
+            }
+        }
+    }
+
+    fn view_guards(
+        &mut self,
+        mut hook: impl FnMut(&mut dyn Guard, &TurnView<'_>) -> Vec<Decision>,
+    ) -> Vec<Decision> {
+        let view = TurnView {
+            counters: &self.core.counters,
+            messages: &self.messages,
+            config: &self.core.config,
+            elapsed: Duration::from_millis(self.core.elapsed_ms),
+        };
+        let mut decisions = Vec::new();
+        for guard in &mut self.guards {
+            decisions.extend(hook(guard.as_mut(), &view));
+        }
+        decisions
+    }
+
+    /// Applies decisions in order; returns the first stop. `deferred` receives injected
+    /// messages when they cannot be added yet (between tool calls and their results).
+    fn apply(
+        &mut self,
+        decisions: Vec<Decision>,
+        mut deferred: Option<&mut Vec<Message>>,
+    ) -> Option<StopCause> {
+        for decision in decisions {
+            match decision {
+                Decision::Emit(event) => self.emit(event),
+                Decision::Inject(message) => match deferred.as_deref_mut() {
+                    Some(queue) => queue.push(message),
+                    None => self.messages.push(message),
+                },
+                Decision::ForceToolChoice(choice) => self.core.pending_choice = Some(choice),
+                Decision::Stop(cause) => return Some(cause),
+                Decision::ReplaceResult(result) => {
+                    tracing::warn!(call_id = %result.call_id, "ReplaceResult is only honoured in before_tools; ignored");
+                }
+            }
+        }
+        None
+    }
+
+    fn begin_turn(&mut self, tick: Tick) -> Result<Action, EngineError> {
+        // F1: the first matching check wins: cancellation, then guards in order (time limits,
+        // budgets, ...), then the iteration ceiling.
+        if tick.cancel_requested {
+            return self.stop(StopCause::Cancelled);
+        }
+        let decisions = self.view_guards(|g, v| g.before_turn(v));
+        if let Some(cause) = self.apply(decisions, None) {
+            return self.stop(cause);
+        }
+        if self.core.counters.iterations >= self.core.iteration_cap {
+            let count = self.core.counters.iterations;
+            self.core.phase = Phase::AwaitingIterationDecision { count };
+            return Ok(Action::MaxIterationsReached { count });
+        }
+        let view = ContextView {
+            counters: &self.core.counters,
+            config: &self.core.config,
+        };
+        let decisions = self.policy.prepare(&mut self.messages, &view);
+        if let Some(cause) = self.apply(decisions, None) {
+            return self.stop(cause);
+        }
+        if !self.core.near_budget_emitted && self.near_budget() {
+            self.core.near_budget_emitted = true;
+            let budget = &self.core.config.budget;
+            let counters = &self.core.counters;
+            let event = Event::NearBudget {
+                remaining_tokens: budget
+                    .token_budget
+                    .map(|b| b.saturating_sub(counters.usage.total())),
+                remaining_cost: budget.cost_limit.map(|l| l - counters.cost),
+            };
+            self.emit(event);
+        }
+        let counters = &mut self.core.counters;
+        counters.iterations = counters.iterations.saturating_add(1);
+        counters.turns = counters.turns.saturating_add(1);
+        let event = Event::TurnStarted {
+            turn: counters.iterations,
+            cap: self.core.iteration_cap,
+        };
+        self.emit(event);
+        let spec = CallSpec {
+            purpose: CallPurpose::Turn,
+            tool_choice: self.core.pending_choice.take().unwrap_or_default(),
+            instruction: None,
+        };
+        self.core.phase = Phase::AwaitingModel { spec: spec.clone() };
+        Ok(Action::CallModel(spec))
+    }
+
+    fn account(&mut self, response: &ModelResponse, purpose: CallPurpose) {
+        let usage = response.usage.unwrap_or_default();
+        let cost = self.core.config.prices.cost(&response.model, &usage);
+        let counters = &mut self.core.counters;
+        counters.usage.add(&usage);
+        counters.cost += cost;
+        self.emit(Event::ModelResponded {
+            model: response.model.clone(),
+            purpose,
+            usage: response.usage,
+        });
+    }
+
+    fn on_reply(
+        &mut self,
+        spec: CallSpec,
+        response: ModelResponse,
+        tick: Tick,
+    ) -> Result<Action, EngineError> {
+        self.account(&response, spec.purpose);
+        if spec.purpose != CallPurpose::Turn {
+            return self.finish_fallback(response.text.filter(|t| !t.trim().is_empty()));
+        }
+        if response.is_empty() {
+            return self.stop(StopCause::EmptyReply);
+        }
+        let ModelResponse {
+            text,
+            tool_calls,
+            stop_reason,
+            ..
+        } = response.clone();
+        self.messages.push(Message::assistant_with_calls(
+            text.clone(),
+            tool_calls.clone(),
+        ));
+        self.checkpoint(CheckpointKind::LlmResponse);
+        let decisions = self.view_guards(|g, v| g.after_response(v, &response));
+        if let Some(cause) = self.apply(decisions, None) {
+            return self.stop(cause);
+        }
+        if !tool_calls.is_empty() {
+            return self.dispatch_tools(tool_calls, tick);
+        }
+        let text = text.unwrap_or_default();
+        let recoveries = &mut self.core.counters.max_tokens_recoveries;
+        if stop_reason == StopReason::MaxTokens
+            && *recoveries < self.core.config.guardrails.max_tokens_recoveries
+        {
+            *recoveries += 1;
+            let attempt = *recoveries;
+            self.core.partial_text.push_str(&text);
+            self.messages.push(Message::internal_user(
+                "max_tokens_recovery",
+                CONTINUATION_PROMPT,
+            ));
+            self.emit(Event::MaxTokensContinuation { attempt });
+            return self.begin_turn(tick);
+        }
+        let mut final_text = std::mem::take(&mut self.core.partial_text);
+        final_text.push_str(&text);
+        let decisions = self.view_guards(|g, v| g.at_finish(v, &final_text));
+        let before = self.messages.len();
+        // Stops at finish are ignored: the model's answer stands.
+        let _ = self.apply(decisions, None);
+        if self.messages.len() > before {
+            return self.begin_turn(tick);
+        }
+        self.finish(StopCause::Finished, final_text, None)
+    }
+
+    fn dispatch_tools(&mut self, calls: Vec<ToolCall>, tick: Tick) -> Result<Action, EngineError> {
+        let counters = &mut self.core.counters;
+        counters.tool_calls = counters
+            .tool_calls
+            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+        let human_tool = self.core.config.guardrails.ask_human_tool.clone();
+        let mut prefilled = Vec::new();
+        let mut runnable = Vec::new();
+        let mut human_call = None;
+        for call in &calls {
+            if human_tool.as_deref() == Some(call.name.as_str()) && human_call.is_none() {
+                human_call = Some(call.clone());
+                continue;
+            }
+            match validate_call(call, &self.core.tools) {
+                Ok(()) => runnable.push(call.clone()),
+                Err(result) => {
+                    let reason = result.flag.clone().unwrap_or_default();
+                    self.emit(Event::ToolCallRejected {
+                        tool: call.name.clone(),
+                        reason,
+                    });
+                    prefilled.push(result);
+                }
+            }
+        }
+        let decisions = self.view_guards(|g, v| g.before_tools(v, &runnable));
+        let mut deferred = Vec::new();
+        let mut other = Vec::new();
+        for decision in decisions {
+            match decision {
+                Decision::ReplaceResult(result) => {
+                    runnable.retain(|c| c.id != result.call_id);
+                    prefilled.retain(|r| r.call_id != result.call_id);
+                    prefilled.push(result);
+                }
+                decision => other.push(decision),
+            }
+        }
+        if let Some(cause) = self.apply(other, Some(&mut deferred)) {
+            return self.stop(cause);
+        }
+        self.set_state(RunState::WaitingForTool)?;
+        if runnable.is_empty() {
+            return self.on_tools_done(calls, prefilled, human_call, deferred, Vec::new(), tick);
+        }
+        let dispatched = runnable.clone();
+        self.core.phase = Phase::AwaitingTools {
+            batch: calls,
+            dispatched,
+            prefilled,
+            human_call,
+            deferred,
+        };
+        Ok(Action::RunTools(runnable))
+    }
+
+    fn on_tools_done(
+        &mut self,
+        batch: Vec<ToolCall>,
+        mut prefilled: Vec<ToolResult>,
+        human_call: Option<ToolCall>,
+        deferred: Vec<Message>,
+        mut results: Vec<ToolResult>,
+        tick: Tick,
+    ) -> Result<Action, EngineError> {
+        self.set_state(RunState::Running)?;
+        let max_bytes = self.core.config.limits.max_tool_output_bytes;
+        let human_id = human_call.as_ref().map(|c| c.id.as_str());
+        let mut ordered_calls = Vec::with_capacity(batch.len());
+        let mut ordered = Vec::with_capacity(batch.len());
+        for call in batch {
+            if Some(call.id.as_str()) == human_id {
+                continue;
+            }
+            let found = prefilled
+                .iter()
+                .position(|r| r.call_id == call.id)
+                .map(|i| prefilled.swap_remove(i))
+                .or_else(|| {
+                    results
+                        .iter()
+                        .position(|r| r.call_id == call.id)
+                        .map(|i| results.swap_remove(i))
+                });
+            let mut result = found.unwrap_or_else(|| {
+                ToolResult::error(
+                    &call.id,
+                    "Error: the tool produced no result for this call.",
+                )
+            });
+            truncate_output(&mut result.content, max_bytes);
+            self.messages.push(Message::tool_result(result.clone()));
+            ordered.push(result);
+            ordered_calls.push(call);
+        }
+        if !results.is_empty() {
+            tracing::warn!(
+                extra = results.len(),
+                "tool results for unknown call ids were dropped"
+            );
+        }
+        self.checkpoint(CheckpointKind::ToolResult);
+        self.messages.extend(deferred);
+        let decisions = self.view_guards(|g, v| g.after_tools(v, &ordered_calls, &ordered));
+        if let Some(cause) = self.apply(decisions, None) {
+            return self.stop(cause);
+        }
+        if let Some(call) = human_call {
+            return self.pause_for_human(call);
+        }
+        if tick.cancel_requested {
+            return self.stop(StopCause::Cancelled);
+        }
+        self.begin_turn(tick)
+    }
+
+    fn pause_for_human(&mut self, call: ToolCall) -> Result<Action, EngineError> {
+        let question = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .ok()
+            .and_then(|v| {
+                v.get("question")
+                    .and_then(|q| q.as_str())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| call.arguments.clone());
+        self.set_state(RunState::WaitingOnHuman)?;
+        self.checkpoint(CheckpointKind::HumanPause);
+        let outcome = self.outcome(
+            StopCause::HandedToHuman {
+                question: question.clone(),
+            },
+            question.clone(),
+            None,
+        );
+        self.core.phase = Phase::AwaitingHuman {
+            call_id: call.id,
+            question,
+        };
+        Ok(Action::Finish(outcome))
+    }
+
+    fn on_iteration_decision(
+        &mut self,
+        decision: IterationDecision,
+        tick: Tick,
+    ) -> Result<Action, EngineError> {
+        match decision {
+            IterationDecision::Continue => {
+                self.core.counters.iterations = 0;
+                self.begin_turn(tick)
+            }
+            IterationDecision::NewInstruction(text) => {
+                self.messages
+                    .push(Message::internal_user("max_iterations_instruction", text));
+                self.core.counters.iterations = 0;
+                self.begin_turn(tick)
+            }
+            IterationDecision::Stop => self.stop(StopCause::Limit {
+                reason: LimitReason::MaxIterations,
+            }),
+        }
+    }
+
+    fn on_failure(&mut self, spec: CallSpec, error: ProviderError) -> Result<Action, EngineError> {
+        if spec.purpose != CallPurpose::Turn {
+            tracing::warn!(%error, "fallback call failed; building the reply deterministically");
+            return self.finish_fallback(None);
+        }
+        self.stop(StopCause::ProviderFailed {
+            message: error.to_string(),
+        })
+    }
+
+    /// Adds error results for tool calls of the last assistant message that have none, so
+    /// the history stays valid for providers (every call answered).
+    fn close_open_calls(&mut self) {
+        let mut answered = Vec::new();
+        let mut index = self.messages.len();
+        while index > 0 && self.messages[index - 1].role == Role::Tool {
+            index -= 1;
+            answered.extend(
+                self.messages[index]
+                    .tool_results()
+                    .map(|r| r.call_id.clone()),
+            );
+        }
+        let Some(assistant) = index.checked_sub(1).map(|i| &self.messages[i]) else {
+            return;
+        };
+        if assistant.role != Role::Assistant {
+            return;
+        }
+        let missing: Vec<ToolResult> = assistant
+            .tool_calls()
+            .filter(|c| !answered.contains(&c.id))
+            .map(|c| {
+                ToolResult::error(&c.id, "Not executed: the run stopped before this call ran.")
+                    .with_flag(FLAG_NOT_EXECUTED)
+            })
+            .collect();
+        self.messages
+            .extend(missing.into_iter().map(Message::tool_result));
+    }
+
+    fn stop(&mut self, cause: StopCause) -> Result<Action, EngineError> {
+        if self.core.state == RunState::WaitingForTool {
+            self.set_state(RunState::Running)?;
+        }
+        self.close_open_calls();
+        if let StopCause::Limit { reason } = &cause {
+            self.emit(Event::LimitsReached { reason: *reason });
+        }
+        if let StopCause::Limit {
+            reason: LimitReason::SoftTimeLimit,
+        } = &cause
+        {
+            self.emit(Event::SoftLimit {
+                elapsed_ms: self.core.elapsed_ms,
+            });
+        }
+        match cause.reply_mode() {
+            ReplyMode::Silent => self.finish(cause, String::new(), None),
+            ReplyMode::Deterministic => {
+                let text = deterministic_reply(&cause, &self.messages);
+                self.emit(Event::FallbackReply {
+                    deterministic: true,
+                });
+                self.messages.push(Message::assistant(text.clone()));
+                self.finish(cause, text, Some(FallbackKind::Deterministic))
+            }
+            ReplyMode::ModelText | ReplyMode::FallbackCall => {
+                let purpose = match cause {
+                    StopCause::Limit {
+                        reason: LimitReason::SoftTimeLimit,
+                    } => CallPurpose::SoftLimitSummary,
+                    _ => CallPurpose::Fallback,
+                };
+                let spec = CallSpec {
+                    purpose,
+                    tool_choice: ToolChoice::None,
+                    instruction: Some(fallback_instruction(&cause)),
+                };
+                self.core.pending_stop = Some(cause);
+                self.core.phase = Phase::AwaitingModel { spec: spec.clone() };
+                Ok(Action::CallModel(spec))
+            }
+        }
+    }
+
+    fn finish_fallback(&mut self, text: Option<String>) -> Result<Action, EngineError> {
+        let cause = self.core.pending_stop.take().unwrap_or(StopCause::Guard {
+            guard: "engine".into(),
+            detail: "fallback without a stop".into(),
+        });
+        let (text, kind) = match text {
+            Some(text) => (text, FallbackKind::ModelCall),
+            None => (
+                deterministic_reply(&cause, &self.messages),
+                FallbackKind::Deterministic,
+            ),
+        };
+        self.emit(Event::FallbackReply {
+            deterministic: kind == FallbackKind::Deterministic,
+        });
+        self.messages.push(Message::assistant(text.clone()));
+        self.finish(cause, text, Some(kind))
+    }
+
+    fn finish(
+        &mut self,
+        cause: StopCause,
+        text: String,
+        fallback: Option<FallbackKind>,
+    ) -> Result<Action, EngineError> {
+        self.set_state(cause.terminal_state())?;
+        self.checkpoint(CheckpointKind::Final);
+        let outcome = self.outcome(cause, text, fallback);
+        self.core.phase = Phase::Finished {
+            outcome: outcome.clone(),
+        };
+        Ok(Action::Finish(outcome))
+    }
+
+    fn outcome(
+        &self,
+        stop: StopCause,
+        final_text: String,
+        fallback: Option<FallbackKind>,
+    ) -> Outcome {
+        let counters = &self.core.counters;
+        Outcome {
+            state: self.core.state,
+            stop,
+            final_text,
+            fallback,
+            usage: counters.usage,
+            cost: counters.cost,
+            turns: counters.turns,
+            tool_calls: counters.tool_calls,
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! What a run ends with: [`Outcome`], and why it stopped ([`StopCause`], [`LimitReason`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::provider::Usage;
+use crate::state::RunState;
+
+/// A budget or cap (F2, F4, F6), named as in S0's `limits_reached` status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitReason {
+    /// The configured max-turns budget.
+    MaxTurns,
+    /// The cumulative input + output token budget.
+    TokenBudget,
+    /// The tool-call budget.
+    ToolCallBudget,
+    /// The cost limit.
+    CostLimit,
+    /// The iteration ceiling (50 by default) and its handler said stop.
+    MaxIterations,
+    /// The hard wall-clock limit.
+    Timeout,
+    /// The soft wall-clock limit; the run ended after its summary turn.
+    SoftTimeLimit,
+}
+
+impl LimitReason {
+    /// The terminal state this limit leads to.
+    pub fn terminal_state(self) -> RunState {
+        match self {
+            LimitReason::MaxTurns | LimitReason::MaxIterations => RunState::MaxSteps,
+            LimitReason::TokenBudget | LimitReason::ToolCallBudget | LimitReason::CostLimit => {
+                RunState::BudgetExceeded
+            }
+            LimitReason::Timeout | LimitReason::SoftTimeLimit => RunState::TimedOut,
+        }
+    }
+
+    /// Human wording for fallback replies.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LimitReason::MaxTurns => "the maximum number of turns was reached",
+            LimitReason::TokenBudget => "the token budget was used up",
+            LimitReason::ToolCallBudget => "the tool-call budget was used up",
+            LimitReason::CostLimit => "the cost limit was reached",
+            LimitReason::MaxIterations => "the iteration limit was reached",
+            LimitReason::Timeout => "the time limit was reached",
+            LimitReason::SoftTimeLimit => "the time limit is close",
+        }
+    }
+}
+
+/// Why the loop stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cause", rename_all = "snake_case")]
+pub enum StopCause {
+    /// The model finished by itself.
+    Finished,
+    /// A budget or cap.
+    Limit {
+        /// Which.
+        reason: LimitReason,
+    },
+    /// The model returned neither text nor tool calls (F3).
+    EmptyReply,
+    /// A loop detector stopped the run.
+    LoopDetected {
+        /// The detector.
+        detector: String,
+        /// What it saw.
+        detail: String,
+    },
+    /// A guard stopped the run for another reason.
+    Guard {
+        /// The guard.
+        guard: String,
+        /// Why.
+        detail: String,
+    },
+    /// The model asked a human (or was made to); the run waits for the answer.
+    HandedToHuman {
+        /// The question.
+        question: String,
+    },
+    /// A cancel request was observed.
+    Cancelled,
+    /// The provider failed for good (after any retries).
+    ProviderFailed {
+        /// The error, rendered.
+        message: String,
+    },
+}
+
+/// How the user's reply is produced after a stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// The model's own last text.
+    ModelText,
+    /// One more model call with tool choice `none` and the fallback instruction (F10).
+    FallbackCall,
+    /// A reply built from the collected context, without a model call.
+    Deterministic,
+    /// No reply at all (cancellation writes no apology, F7).
+    Silent,
+}
+
+impl StopCause {
+    /// The terminal state this cause leads to.
+    pub fn terminal_state(&self) -> RunState {
+        match self {
+            StopCause::Finished | StopCause::EmptyReply => RunState::Completed,
+            StopCause::Limit { reason } => reason.terminal_state(),
+            StopCause::LoopDetected { .. } | StopCause::Guard { .. } => RunState::Error,
+            StopCause::ProviderFailed { .. } => RunState::Error,
+            StopCause::HandedToHuman { .. } => RunState::WaitingOnHuman,
+            StopCause::Cancelled => RunState::Cancelled,
+        }
+    }
+
+    /// How the reply is produced. A failing provider or an expired hard time limit gets a
+    /// deterministic reply, since another model call would fail or overrun.
+    pub fn reply_mode(&self) -> ReplyMode {
+        match self {
+            StopCause::Finished | StopCause::HandedToHuman { .. } => ReplyMode::ModelText,
+            StopCause::Limit {
+                reason: LimitReason::Timeout,
+            } => ReplyMode::Deterministic,
+            StopCause::Limit {
+                reason: LimitReason::SoftTimeLimit,
+            } => ReplyMode::ModelText,
+            StopCause::Limit { .. }
+            | StopCause::EmptyReply
+            | StopCause::LoopDetected { .. }
+            | StopCause::Guard { .. } => ReplyMode::FallbackCall,
+            StopCause::ProviderFailed { .. } => ReplyMode::Deterministic,
+            StopCause::Cancelled => ReplyMode::Silent,
+        }
+    }
+
+    /// One line for logs and fallback replies.
+    pub fn describe(&self) -> String {
+        match self {
+            StopCause::Finished => "the task is finished".to_owned(),
+            StopCause::Limit { reason } => reason.describe().to_owned(),
+            StopCause::EmptyReply => "the model returned an empty reply".to_owned(),
+            StopCause::LoopDetected { detail, .. } => {
+                format!("a repeating loop was detected ({detail})")
+            }
+            StopCause::Guard { guard, detail } => {
+                format!("guard {guard} stopped the run ({detail})")
+            }
+            StopCause::HandedToHuman { .. } => "a human's answer is needed".to_owned(),
+            StopCause::Cancelled => "the run was cancelled".to_owned(),
+            StopCause::ProviderFailed { message } => {
+                format!("the model provider failed ({message})")
+            }
+        }
+    }
+}
+
+/// How the final text was made, when the model did not simply finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FallbackKind {
+    /// One forced text-only model call (F10).
+    ModelCall,
+    /// Built from the collected context because no model call was possible or it failed.
+    Deterministic,
+}
+
+/// The result of a run (or of one user turn of a conversation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The state the run ended in.
+    pub state: RunState,
+    /// Why it stopped.
+    pub stop: StopCause,
+    /// The reply for the user. Empty only for cancelled runs.
+    pub final_text: String,
+    /// Set when the reply is a fallback.
+    pub fallback: Option<FallbackKind>,
+    /// Total token usage, fallback calls included.
+    pub usage: Usage,
+    /// Total cost from the price table, fallback calls included.
+    pub cost: f64,
+    /// Model turns of the loop (continuations included, fallback and summary calls not).
+    pub turns: u32,
+    /// Tool calls the model requested.
+    pub tool_calls: u32,
+}

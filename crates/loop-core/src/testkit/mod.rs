@@ -1,0 +1,11 @@
+//! Deterministic stand-ins for the seams, for tests, simulations and the demo (feature
+//! `testkit`): [`ScriptedProvider`] answers from a script or a seed, and [`RecordingTool`]
+//! counts its calls and fails on command.
+
+mod rng;
+mod scripted;
+mod tools;
+
+pub use rng::SplitMix64;
+pub use scripted::{CallRecord, ScriptStep, ScriptedProvider};
+pub use tools::RecordingTool;

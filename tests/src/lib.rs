@@ -1,0 +1,1 @@
+//! Shared helpers for the end-to-end scenario tests in `tests/tests/`.
