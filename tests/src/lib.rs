@@ -1,1 +1,101 @@
-//! Shared helpers for the end-to-end scenario tests in `tests/tests/`.
+//! Shared helpers for the end-to-end scenario tests in `tests/tests/`: drive a run while
+//! recording its events and state changes, and a tool that takes (virtual) time.
+//!
+//! It also compiles the code blocks of the README and of `docs/` as doc-tests, so the guide
+//! cannot drift from the code.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use looprail_loop_core::prelude::*;
+use looprail_loop_core::tool::{ToolContext, ToolOutput};
+
+/// Everything a scenario asserts on.
+#[derive(Debug)]
+pub struct Recorded {
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// Every event, in order.
+    pub events: Vec<Event>,
+}
+
+impl Recorded {
+    /// The run's states in order, starting with `Running`.
+    pub fn states(&self) -> Vec<RunState> {
+        let mut states = vec![RunState::Running];
+        states.extend(self.events.iter().filter_map(|e| match e {
+            Event::StateChanged { to, .. } => Some(*to),
+            _ => None,
+        }));
+        states
+    }
+
+    /// The stable names of the events, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.events.iter().map(Event::name).collect()
+    }
+
+    /// How many events have this name.
+    pub fn count(&self, name: &str) -> usize {
+        self.events.iter().filter(|e| e.name() == name).count()
+    }
+}
+
+/// A sink that keeps every event, and the shared list it fills.
+pub fn collector() -> (EventSink, Arc<Mutex<Vec<Event>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink_events = Arc::clone(&events);
+    let sink = EventSink::new(move |e| {
+        if let Ok(mut list) = sink_events.lock() {
+            list.push(e.clone());
+        }
+    });
+    (sink, events)
+}
+
+/// Drives `run` with `driver` (its event sink is replaced by a collector).
+pub async fn drive(run: &mut Run, driver: Driver) -> Recorded {
+    let (sink, events) = collector();
+    let driver = driver.with_events(sink);
+    let outcome = match driver.drive(run).await {
+        Ok(outcome) => outcome,
+        Err(err) => panic!("driver failed: {err}"),
+    };
+    let events = events.lock().map(|e| e.clone()).unwrap_or_default();
+    Recorded { outcome, events }
+}
+
+/// A tool that sleeps for a fixed time (virtual time under `start_paused`) and answers "done".
+#[derive(Debug, Clone)]
+pub struct SlowTool {
+    name: String,
+    delay: Duration,
+}
+
+impl SlowTool {
+    /// A tool called `name` that takes `delay`.
+    pub fn new(name: &str, delay: Duration) -> Self {
+        Self { name: name.to_owned(), delay }
+    }
+}
+
+#[async_trait]
+impl Tool for SlowTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new(self.name.clone(), "takes a while", serde_json::json!({"type": "object"}))
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, _args: serde_json::Value, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        tokio::time::sleep(self.delay).await;
+        Ok("done".into())
+    }
+}
+
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -14,29 +14,19 @@ fn main() {
 }
 
 fn history(len: usize) -> Vec<Message> {
-    let mut messages = vec![
-        Message::system("You are a test agent."),
-        Message::user("start"),
-    ];
+    let mut messages = vec![Message::system("You are a test agent."), Message::user("start")];
     let mut i = 0;
     while messages.len() < len {
         let call = ToolCall::new(format!("h{i}"), "noop", r#"{"path": "src/lib.rs"}"#);
         messages.push(Message::assistant_with_calls(None, vec![call]));
-        messages.push(Message::tool_result(ToolResult::ok(
-            format!("h{i}"),
-            "fn main() {}",
-        )));
+        messages.push(Message::tool_result(ToolResult::ok(format!("h{i}"), "fn main() {}")));
         i += 1;
     }
     messages
 }
 
 fn ready_run(history: &[Message]) -> Run {
-    let tools = vec![ToolDefinition::new(
-        "noop",
-        "does nothing",
-        serde_json::json!({"type": "object"}),
-    )];
+    let tools = vec![ToolDefinition::new("noop", "does nothing", serde_json::json!({"type": "object"}))];
     let mut run = Run::builder(LoopConfig::default())
         .history(history.to_vec())
         .tools(tools)
@@ -54,13 +44,9 @@ fn one_turn(run: &mut Run, n: &mut u64) -> Action {
     let reply = ModelResponse::tool_calls("bench", vec![call]).with_usage(10, 5);
     let tick = Tick::at(Duration::from_secs(1));
     let action = run.step(Input::ModelReply(reply), tick).expect("tools");
-    let Action::RunTools(calls) = action else {
-        panic!("expected tools, got {action:?}")
-    };
+    let Action::RunTools(calls) = action else { panic!("expected tools, got {action:?}") };
     let results = calls.iter().map(|c| ToolResult::ok(&c.id, "ok")).collect();
-    let next = run
-        .step(Input::ToolsDone(results), tick)
-        .expect("next call");
+    let next = run.step(Input::ToolsDone(results), tick).expect("next call");
     while let Some(effect) = run.poll_effect() {
         divan::black_box(effect);
     }

@@ -128,10 +128,7 @@ pub struct ConfigError {
 impl ConfigError {
     /// An error about `key`.
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            key: key.into(),
-            message: message.into(),
-        }
+        Self { key: key.into(), message: message.into() }
     }
 }
 
@@ -176,29 +173,17 @@ impl LoopConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let l = &self.limits;
         if l.max_iterations == 0 {
-            return Err(ConfigError::new(
-                "limits.max_iterations",
-                "must be at least 1",
-            ));
+            return Err(ConfigError::new("limits.max_iterations", "must be at least 1"));
         }
         if l.max_tool_output_bytes < 256 {
-            return Err(ConfigError::new(
-                "limits.max_tool_output_bytes",
-                "must be at least 256",
-            ));
+            return Err(ConfigError::new("limits.max_tool_output_bytes", "must be at least 256"));
         }
         if l.max_output_tokens == Some(0) {
-            return Err(ConfigError::new(
-                "limits.max_output_tokens",
-                "must be at least 1",
-            ));
+            return Err(ConfigError::new("limits.max_output_tokens", "must be at least 1"));
         }
         let b = &self.budget;
         if b.max_turns == Some(0) {
-            return Err(ConfigError::new(
-                "budget.max_turns",
-                "must be at least 1 (omit it for no budget)",
-            ));
+            return Err(ConfigError::new("budget.max_turns", "must be at least 1 (omit it for no budget)"));
         }
         if b.token_budget == Some(0) {
             return Err(ConfigError::new(
@@ -208,10 +193,7 @@ impl LoopConfig {
         }
         if let Some(limit) = b.cost_limit {
             if !(limit.is_finite() && limit > 0.0) {
-                return Err(ConfigError::new(
-                    "budget.cost_limit",
-                    "must be a positive number",
-                ));
+                return Err(ConfigError::new("budget.cost_limit", "must be a positive number"));
             }
         }
         if b.soft_time_limit_secs > 0
@@ -225,10 +207,7 @@ impl LoopConfig {
         }
         let g = &self.guardrails;
         if !(0.0..1.0).contains(&g.reserve_cost_fraction) {
-            return Err(ConfigError::new(
-                "guardrails.reserve_cost_fraction",
-                "must be in [0, 1)",
-            ));
+            return Err(ConfigError::new("guardrails.reserve_cost_fraction", "must be in [0, 1)"));
         }
         if g.ask_human_tool.as_deref().is_some_and(str::is_empty) {
             return Err(ConfigError::new(
@@ -277,18 +256,9 @@ mod tests {
     #[test]
     fn errors_name_the_key() {
         let cases = [
-            (
-                r#"{"limits": {"max_iterations": 0}}"#,
-                "limits.max_iterations",
-            ),
-            (
-                r#"{"guardrails": {"reserve_cost_fraction": 1.5}}"#,
-                "guardrails.reserve_cost_fraction",
-            ),
-            (
-                r#"{"guardrails": {"reserve_tokens": -1}}"#,
-                "guardrails.reserve_tokens",
-            ),
+            (r#"{"limits": {"max_iterations": 0}}"#, "limits.max_iterations"),
+            (r#"{"guardrails": {"reserve_cost_fraction": 1.5}}"#, "guardrails.reserve_cost_fraction"),
+            (r#"{"guardrails": {"reserve_tokens": -1}}"#, "guardrails.reserve_tokens"),
             (r#"{"budget": {"max_turns": "ten"}}"#, "budget.max_turns"),
             (r#"{"budgets": {}}"#, "budgets"),
             (

@@ -6,15 +6,11 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{
-    Action, Effect, EngineError, Input, MaxIterationsHandler, Run, StopAtCap, Tick,
-};
+use crate::engine::{Action, Effect, EngineError, Input, MaxIterationsHandler, Run, StopAtCap, Tick};
 use crate::event::{Event, EventSink};
 use crate::executor::{ExecContext, ParallelExecutor, ToolExecutor};
 use crate::outcome::Outcome;
-use crate::provider::{
-    ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StreamEvent,
-};
+use crate::provider::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StreamEvent};
 use crate::state::RunState;
 use crate::store::{CheckpointStore, StoreError};
 use crate::tool::{ToolChoice, ToolSet};
@@ -83,11 +79,7 @@ impl Driver {
 
     /// Saves checkpoints of `run_id` to `store`.
     #[must_use]
-    pub fn with_store(
-        mut self,
-        store: Arc<dyn CheckpointStore>,
-        run_id: impl Into<String>,
-    ) -> Self {
+    pub fn with_store(mut self, store: Arc<dyn CheckpointStore>, run_id: impl Into<String>) -> Self {
         self.store = Some((store, run_id.into()));
         self
     }
@@ -119,9 +111,7 @@ impl Driver {
     }
 
     fn run_id(&self) -> String {
-        self.store
-            .as_ref()
-            .map_or_else(|| "run".to_owned(), |(_, id)| id.clone())
+        self.store.as_ref().map_or_else(|| "run".to_owned(), |(_, id)| id.clone())
     }
 
     /// Drives `run` until it finishes or waits on a human. Safe to call again on a restored
@@ -133,9 +123,7 @@ impl Driver {
             elapsed: base + start.elapsed(),
             cancel_requested: cancel.is_cancelled(),
         };
-        self.events.emit(&Event::RunStarted {
-            run_id: self.run_id(),
-        });
+        self.events.emit(&Event::RunStarted { run_id: self.run_id() });
         let mut input = Input::Start;
         loop {
             let action = run.step(input, tick(&self.cancel))?;
@@ -159,16 +147,11 @@ impl Driver {
                     }
                 }
                 Action::RunTools(calls) => {
-                    let cx = ExecContext {
-                        cancel: self.cancel.clone(),
-                        events: self.events.clone(),
-                    };
+                    let cx = ExecContext { cancel: self.cancel.clone(), events: self.events.clone() };
                     Input::ToolsDone(self.executor.execute(&calls, &self.tools, &cx).await)
                 }
                 Action::MaxIterationsReached { count } => Input::IterationDecision(
-                    self.iteration_handler
-                        .on_max_iterations(count, run.messages())
-                        .await,
+                    self.iteration_handler.on_max_iterations(count, run.messages()).await,
                 ),
                 Action::Finish(outcome) => {
                     self.announce_end(&outcome);
@@ -191,10 +174,7 @@ impl Driver {
                 StreamEvent::Finished(result) => return result,
             }
         }
-        Err(ProviderError::new(
-            ProviderErrorKind::StreamBroken,
-            "the stream ended without a finished signal",
-        ))
+        Err(ProviderError::new(ProviderErrorKind::StreamBroken, "the stream ended without a finished signal"))
     }
 
     async fn flush(&self, run: &mut Run) -> Result<(), DriverError> {
@@ -203,9 +183,7 @@ impl Driver {
                 Effect::Emit(event) => self.events.emit(&event),
                 Effect::Checkpoint(kind) => {
                     if let Some((store, run_id)) = &self.store {
-                        store
-                            .save(run_id, kind, &run.header(), run.messages())
-                            .await?;
+                        store.save(run_id, kind, &run.header(), run.messages()).await?;
                     }
                 }
             }
@@ -219,11 +197,7 @@ impl Driver {
             RunState::Completed => Event::RunCompleted { run_id },
             RunState::Cancelled => Event::RunCancelled { run_id },
             RunState::WaitingOnHuman | RunState::WaitingForInput => return,
-            state => Event::RunFailed {
-                run_id,
-                state,
-                cause: outcome.stop.describe(),
-            },
+            state => Event::RunFailed { run_id, state, cause: outcome.stop.describe() },
         };
         self.events.emit(&event);
     }

@@ -278,9 +278,7 @@ pub struct EventSink {
 
 impl fmt::Debug for EventSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EventSink")
-            .field("attached", &self.target.is_some())
-            .finish()
+        f.debug_struct("EventSink").field("attached", &self.target.is_some()).finish()
     }
 }
 
@@ -292,9 +290,7 @@ impl EventSink {
 
     /// A sink calling `f` for every event.
     pub fn new(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
-        Self {
-            target: Some(Arc::new(f)),
-        }
+        Self { target: Some(Arc::new(f)) }
     }
 
     /// A sink feeding an unbounded channel, and the receiving end.

@@ -25,12 +25,7 @@ pub struct ExecContext {
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
     /// Executes `calls`; results may come in any order but each call must get one.
-    async fn execute(
-        &self,
-        calls: &[ToolCall],
-        tools: &ToolSet,
-        cx: &ExecContext,
-    ) -> Vec<ToolResult>;
+    async fn execute(&self, calls: &[ToolCall], tools: &ToolSet, cx: &ExecContext) -> Vec<ToolResult>;
 }
 
 /// Renders a tool error the way the model sees it.
@@ -48,29 +43,17 @@ pub async fn call_once(
 ) -> Result<ToolResult, (ToolResult, ToolError)> {
     let Some(tool) = tools.get(&call.name) else {
         let error = ToolError::failed(format!("there is no tool named `{}`", call.name));
-        return Err((
-            error_result(&call.id, &error).with_flag(FLAG_UNKNOWN_TOOL),
-            error,
-        ));
+        return Err((error_result(&call.id, &error).with_flag(FLAG_UNKNOWN_TOOL), error));
     };
     let args = match parse_arguments(call) {
         Ok(args) => args,
         Err(message) => {
             let error = ToolError::invalid_arguments(message.clone());
-            return Err((
-                ToolResult::error(&call.id, message).with_flag(FLAG_INVALID_ARGUMENTS),
-                error,
-            ));
+            return Err((ToolResult::error(&call.id, message).with_flag(FLAG_INVALID_ARGUMENTS), error));
         }
     };
-    let context = ToolContext {
-        call_id: call.id.clone(),
-        cancel: cx.cancel.clone(),
-    };
-    match AssertUnwindSafe(tool.call(args, context))
-        .catch_unwind()
-        .await
-    {
+    let context = ToolContext { call_id: call.id.clone(), cancel: cx.cancel.clone() };
+    match AssertUnwindSafe(tool.call(args, context)).catch_unwind().await {
         Ok(Ok(output)) => Ok(ToolResult::ok(&call.id, output.content)),
         Ok(Err(error)) => Err((error_result(&call.id, &error), error)),
         Err(_) => {
@@ -86,12 +69,7 @@ pub struct ParallelExecutor;
 
 #[async_trait]
 impl ToolExecutor for ParallelExecutor {
-    async fn execute(
-        &self,
-        calls: &[ToolCall],
-        tools: &ToolSet,
-        cx: &ExecContext,
-    ) -> Vec<ToolResult> {
+    async fn execute(&self, calls: &[ToolCall], tools: &ToolSet, cx: &ExecContext) -> Vec<ToolResult> {
         let runs = calls.iter().map(|call| async move {
             match call_once(call, tools, cx).await {
                 Ok(result) | Err((result, _)) => result,

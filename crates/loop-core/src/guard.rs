@@ -75,10 +75,7 @@ pub struct GuardStateError {
 impl GuardStateError {
     /// Builds the error from a serde failure.
     pub fn from_serde(guard: &str, err: impl std::fmt::Display) -> Self {
-        Self {
-            guard: guard.to_owned(),
-            message: err.to_string(),
-        }
+        Self { guard: guard.to_owned(), message: err.to_string() }
     }
 }
 

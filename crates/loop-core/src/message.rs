@@ -35,16 +35,8 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// Builds a tool call from its parts.
-    pub fn new(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Self {
-        Self {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        }
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self { id: id.into(), name: name.into(), arguments: arguments.into() }
     }
 }
 
@@ -66,22 +58,12 @@ pub struct ToolResult {
 impl ToolResult {
     /// A successful result.
     pub fn ok(call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            call_id: call_id.into(),
-            content: content.into(),
-            is_error: false,
-            flag: None,
-        }
+        Self { call_id: call_id.into(), content: content.into(), is_error: false, flag: None }
     }
 
     /// A failed result with the error text the model will read.
     pub fn error(call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            call_id: call_id.into(),
-            content: content.into(),
-            is_error: true,
-            flag: None,
-        }
+        Self { call_id: call_id.into(), content: content.into(), is_error: true, flag: None }
     }
 
     /// Sets the runtime marker ([`ToolResult::flag`]).
@@ -136,11 +118,7 @@ pub struct Message {
 impl Message {
     /// A message of one text part.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
-        Self {
-            role,
-            content: vec![ContentPart::Text { text: text.into() }],
-            internal: None,
-        }
+        Self { role, content: vec![ContentPart::Text { text: text.into() }], internal: None }
     }
 
     /// A system prompt.
@@ -165,20 +143,12 @@ impl Message {
             content.push(ContentPart::Text { text });
         }
         content.extend(calls.into_iter().map(ContentPart::ToolUse));
-        Self {
-            role: Role::Assistant,
-            content,
-            internal: None,
-        }
+        Self { role: Role::Assistant, content, internal: None }
     }
 
     /// A tool message carrying one result.
     pub fn tool_result(result: ToolResult) -> Self {
-        Self {
-            role: Role::Tool,
-            content: vec![ContentPart::ToolResult(result)],
-            internal: None,
-        }
+        Self { role: Role::Tool, content: vec![ContentPart::ToolResult(result)], internal: None }
     }
 
     /// A runtime-authored user message, tagged so it is never shown as user text.
@@ -189,9 +159,7 @@ impl Message {
     /// Marks this message as runtime-authored with the given reason.
     #[must_use]
     pub fn tagged(mut self, reason: impl Into<String>) -> Self {
-        self.internal = Some(InternalTag {
-            reason: reason.into(),
-        });
+        self.internal = Some(InternalTag { reason: reason.into() });
         self
     }
 
@@ -236,10 +204,7 @@ mod tests {
     fn assistant_with_calls_drops_empty_text_and_keeps_call_order() {
         let msg = Message::assistant_with_calls(
             Some(String::new()),
-            vec![
-                ToolCall::new("a", "read", "{}"),
-                ToolCall::new("b", "list", "{}"),
-            ],
+            vec![ToolCall::new("a", "read", "{}"), ToolCall::new("b", "list", "{}")],
         );
         assert_eq!(msg.content.len(), 2);
         let ids: Vec<_> = msg.tool_calls().map(|c| c.id.as_str()).collect();

@@ -123,12 +123,8 @@ impl StopCause {
     pub fn reply_mode(&self) -> ReplyMode {
         match self {
             StopCause::Finished | StopCause::HandedToHuman { .. } => ReplyMode::ModelText,
-            StopCause::Limit {
-                reason: LimitReason::Timeout,
-            } => ReplyMode::Deterministic,
-            StopCause::Limit {
-                reason: LimitReason::SoftTimeLimit,
-            } => ReplyMode::ModelText,
+            StopCause::Limit { reason: LimitReason::Timeout } => ReplyMode::Deterministic,
+            StopCause::Limit { reason: LimitReason::SoftTimeLimit } => ReplyMode::ModelText,
             StopCause::Limit { .. }
             | StopCause::EmptyReply
             | StopCause::LoopDetected { .. }

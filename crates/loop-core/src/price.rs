@@ -26,9 +26,7 @@ impl ModelPrice {
     /// The cost of `usage`. Cache tokens are priced on their own and not double counted:
     /// `input_tokens` is taken to include them, as OpenAI reports it.
     pub fn cost(&self, usage: &Usage) -> f64 {
-        let cached = usage
-            .cache_read_tokens
-            .saturating_add(usage.cache_write_tokens);
+        let cached = usage.cache_read_tokens.saturating_add(usage.cache_write_tokens);
         let plain_input = usage.input_tokens.saturating_sub(cached) as f64;
         let read = self.cache_read_per_mtok.unwrap_or(self.input_per_mtok);
         let write = self.cache_write_per_mtok.unwrap_or(self.input_per_mtok);
@@ -82,14 +80,7 @@ mod tests {
     #[test]
     fn dated_models_use_the_longest_prefix_and_cache_tokens_are_not_double_counted() {
         let table = PriceTable::default()
-            .with(
-                "gpt-4o",
-                ModelPrice {
-                    input_per_mtok: 2.5,
-                    output_per_mtok: 10.0,
-                    ..Default::default()
-                },
-            )
+            .with("gpt-4o", ModelPrice { input_per_mtok: 2.5, output_per_mtok: 10.0, ..Default::default() })
             .with(
                 "gpt-4o-mini",
                 ModelPrice {

@@ -89,12 +89,8 @@ impl Usage {
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.cache_read_tokens = self
-            .cache_read_tokens
-            .saturating_add(other.cache_read_tokens);
-        self.cache_write_tokens = self
-            .cache_write_tokens
-            .saturating_add(other.cache_write_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
     }
 }
 
@@ -141,11 +137,7 @@ impl ModelResponse {
     /// Sets the usage.
     #[must_use]
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
-        self.usage = Some(Usage {
-            input_tokens,
-            output_tokens,
-            ..Usage::default()
-        });
+        self.usage = Some(Usage { input_tokens, output_tokens, ..Usage::default() });
         self
     }
 

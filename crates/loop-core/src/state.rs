@@ -85,12 +85,7 @@ mod tests {
 
     #[test]
     fn terminal_states_cannot_be_left_except_completed_for_a_new_turn() {
-        for s in [
-            RunState::Cancelled,
-            RunState::TimedOut,
-            RunState::MaxSteps,
-            RunState::Error,
-        ] {
+        for s in [RunState::Cancelled, RunState::TimedOut, RunState::MaxSteps, RunState::Error] {
             assert!(s.is_terminal());
             assert!(!s.can_transition_to(RunState::Running));
         }

@@ -115,15 +115,8 @@ impl CheckpointStore for MemoryStore {
         header: &RunHeader,
         messages: &[Message],
     ) -> Result<(), StoreError> {
-        let checkpoint = StoredCheckpoint {
-            kind,
-            header: header.clone(),
-            messages: messages.to_vec(),
-        };
-        let mut runs = self
-            .runs
-            .lock()
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let checkpoint = StoredCheckpoint { kind, header: header.clone(), messages: messages.to_vec() };
+        let mut runs = self.runs.lock().map_err(|e| StoreError::Unavailable(e.to_string()))?;
         runs.insert(run_id.to_owned(), checkpoint);
         if let Ok(mut saves) = self.saves.lock() {
             saves.push((run_id.to_owned(), kind));
@@ -132,10 +125,7 @@ impl CheckpointStore for MemoryStore {
     }
 
     async fn latest(&self, run_id: &str) -> Result<Option<StoredCheckpoint>, StoreError> {
-        let runs = self
-            .runs
-            .lock()
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let runs = self.runs.lock().map_err(|e| StoreError::Unavailable(e.to_string()))?;
         Ok(runs.get(run_id).cloned())
     }
 }

@@ -26,11 +26,7 @@ impl ToolDefinition {
         description: impl Into<String>,
         parameters: serde_json::Value,
     ) -> Self {
-        Self {
-            name: name.into(),
-            description: description.into(),
-            parameters,
-        }
+        Self { name: name.into(), description: description.into(), parameters }
     }
 }
 
@@ -80,10 +76,7 @@ pub struct ToolError {
 impl ToolError {
     /// An error of the given kind.
     pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-        }
+        Self { kind, message: message.into() }
     }
 
     /// A permanent failure.
@@ -123,9 +116,7 @@ impl From<String> for ToolOutput {
 
 impl From<&str> for ToolOutput {
     fn from(content: &str) -> Self {
-        Self {
-            content: content.to_owned(),
-        }
+        Self { content: content.to_owned() }
     }
 }
 
@@ -171,8 +162,7 @@ pub trait Tool: Send + Sync {
     }
 
     /// Runs the tool. `args` is already parsed JSON; validating it is the tool's job.
-    async fn call(&self, args: serde_json::Value, cx: ToolContext)
-    -> Result<ToolOutput, ToolError>;
+    async fn call(&self, args: serde_json::Value, cx: ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
 /// The registered tools of a run, by name.

@@ -13,10 +13,7 @@ const QUOTE_CHARS: usize = 400;
 
 /// The turn-level instruction of the fallback call.
 pub fn fallback_instruction(cause: &StopCause) -> String {
-    if let StopCause::Limit {
-        reason: LimitReason::SoftTimeLimit,
-    } = cause
-    {
+    if let StopCause::Limit { reason: LimitReason::SoftTimeLimit } = cause {
         return "Time is almost up for this task. Do not call any tools. Summarise what you have \
                 done so far and what you found, say plainly what is not finished, and do not \
                 promise further actions: this is your last turn."
@@ -59,10 +56,7 @@ pub fn deterministic_reply(cause: &StopCause, messages: &[Message]) -> String {
 
     let mut gathered = Vec::new();
     for message in recent.iter().rev() {
-        for result in message
-            .tool_results()
-            .filter(|r| !r.is_error && !r.content.trim().is_empty())
-        {
+        for result in message.tool_results().filter(|r| !r.is_error && !r.content.trim().is_empty()) {
             let tool = recent
                 .iter()
                 .flat_map(Message::tool_calls)
@@ -80,9 +74,7 @@ pub fn deterministic_reply(cause: &StopCause, messages: &[Message]) -> String {
         reply.push_str("\n\nWhat I gathered so far:\n");
         reply.push_str(&gathered.join("\n"));
     }
-    reply.push_str(
-        "\n\nStill missing: a complete answer. Send a follow-up message to continue from here.",
-    );
+    reply.push_str("\n\nStill missing: a complete answer. Send a follow-up message to continue from here.");
     reply
 }
 
@@ -101,12 +93,7 @@ mod tests {
             Message::tool_result(ToolResult::ok("c1", "found 3 flights")),
             Message::tool_result(ToolResult::error("c2", "Error: timeout")),
         ];
-        let reply = deterministic_reply(
-            &StopCause::Limit {
-                reason: LimitReason::MaxTurns,
-            },
-            &history,
-        );
+        let reply = deterministic_reply(&StopCause::Limit { reason: LimitReason::MaxTurns }, &history);
         assert!(reply.contains("maximum number of turns"));
         assert!(reply.contains("search: found 3 flights"));
         assert!(!reply.contains("timeout"));

@@ -40,10 +40,7 @@ pub struct Tick {
 impl Tick {
     /// A tick at `elapsed` without cancellation.
     pub fn at(elapsed: Duration) -> Self {
-        Self {
-            elapsed,
-            cancel_requested: false,
-        }
+        Self { elapsed, cancel_requested: false }
     }
 }
 

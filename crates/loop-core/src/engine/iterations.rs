@@ -60,10 +60,7 @@ pub fn repeated_single_tool_share(messages: &[Message], window: usize) -> Option
 /// are none).
 pub fn all_errors(messages: &[Message], window: usize) -> bool {
     let mut any = false;
-    for result in tail(messages, window)
-        .iter()
-        .flat_map(Message::tool_results)
-    {
+    for result in tail(messages, window).iter().flat_map(Message::tool_results) {
         if !result.is_error {
             return false;
         }
@@ -74,9 +71,7 @@ pub fn all_errors(messages: &[Message], window: usize) -> bool {
 
 /// Signal 3: no assistant message in the last `window` messages carries text.
 pub fn no_text_progress(messages: &[Message], window: usize) -> bool {
-    !tail(messages, window)
-        .iter()
-        .any(|m| m.role == Role::Assistant && m.joined_text().is_some())
+    !tail(messages, window).iter().any(|m| m.role == Role::Assistant && m.joined_text().is_some())
 }
 
 #[cfg(test)]
@@ -86,15 +81,9 @@ mod tests {
 
     fn step(name: &str, ok: bool) -> [Message; 2] {
         let call = ToolCall::new(format!("{name}-id"), name, "{}");
-        let result = if ok {
-            ToolResult::ok(&call.id, "fine")
-        } else {
-            ToolResult::error(&call.id, "Error: no")
-        };
-        [
-            Message::assistant_with_calls(None, vec![call]),
-            Message::tool_result(result),
-        ]
+        let result =
+            if ok { ToolResult::ok(&call.id, "fine") } else { ToolResult::error(&call.id, "Error: no") };
+        [Message::assistant_with_calls(None, vec![call]), Message::tool_result(result)]
     }
 
     #[test]

@@ -14,6 +14,5 @@ pub mod tool_calls;
 pub use io::{Action, CallSpec, Effect, Input, Tick};
 pub use iterations::{IterationDecision, MaxIterationsHandler, StopAtCap};
 pub use run::{
-    EngineError, Phase, Run, RunBuilder, RunCore, RunHeader, ask_human_definition,
-    system_prompt_hash,
+    EngineError, Phase, Run, RunBuilder, RunCore, RunHeader, ask_human_definition, system_prompt_hash,
 };

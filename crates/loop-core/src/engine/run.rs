@@ -190,14 +190,7 @@ impl std::fmt::Debug for Run {
             .field("state", &self.core.state)
             .field("phase", &self.core.phase)
             .field("messages", &self.messages.len())
-            .field(
-                "guards",
-                &self
-                    .guards
-                    .iter()
-                    .map(|g| g.name().to_owned())
-                    .collect::<Vec<_>>(),
-            )
+            .field("guards", &self.guards.iter().map(|g| g.name().to_owned()).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -329,17 +322,10 @@ impl RunBuilder {
         self.config.validate()?;
         let max_depth = self.config.limits.max_delegation_depth;
         if self.depth > max_depth {
-            return Err(EngineError::DelegationTooDeep {
-                depth: self.depth,
-                max: max_depth,
-            });
+            return Err(EngineError::DelegationTooDeep { depth: self.depth, max: max_depth });
         }
         if self.max_iterations == Some(0) {
-            return Err(ConfigError::new(
-                "max_iterations",
-                "the per-run override must be at least 1",
-            )
-            .into());
+            return Err(ConfigError::new("max_iterations", "the per-run override must be at least 1").into());
         }
         // A run grows right after it is built or restored: leave headroom so its first turns
         // do not copy the whole history to a bigger allocation.
@@ -362,11 +348,8 @@ impl RunBuilder {
                 tools.push(ask_human_definition(name));
             }
         }
-        let mut all_guards: Vec<Box<dyn Guard>> = if self.default_guards {
-            guards::defaults(&self.config)
-        } else {
-            Vec::new()
-        };
+        let mut all_guards: Vec<Box<dyn Guard>> =
+            if self.default_guards { guards::defaults(&self.config) } else { Vec::new() };
         all_guards.extend(self.guards);
         let mut names = std::collections::BTreeSet::new();
         for guard in &all_guards {
@@ -374,18 +357,13 @@ impl RunBuilder {
                 return Err(EngineError::DuplicateGuard(guard.name().to_owned()));
             }
         }
-        let iteration_cap = self
-            .max_iterations
-            .unwrap_or(self.config.limits.max_iterations);
+        let iteration_cap = self.max_iterations.unwrap_or(self.config.limits.max_iterations);
         let core = RunCore {
             system_prompt_hash: system_hash_of(&messages),
             config: self.config,
             state: RunState::Running,
             phase: Phase::Ready,
-            counters: Counters {
-                user_turns: 1,
-                ..Counters::default()
-            },
+            counters: Counters { user_turns: 1, ..Counters::default() },
             tools,
             depth: self.depth,
             iteration_cap,
@@ -402,8 +380,7 @@ impl RunBuilder {
             policy: self.policy.unwrap_or_else(|| Box::new(KeepAll)),
             effects: VecDeque::new(),
         };
-        run.effects
-            .push_back(Effect::Checkpoint(CheckpointKind::Input));
+        run.effects.push_back(Effect::Checkpoint(CheckpointKind::Input));
         Ok(run)
     }
 }
@@ -499,9 +476,10 @@ impl Run {
         let tokens_near = config.budget.token_budget.is_some_and(|budget| {
             budget.saturating_sub(counters.usage.total()) <= config.guardrails.reserve_tokens
         });
-        let cost_near = config.budget.cost_limit.is_some_and(|limit| {
-            limit - counters.cost <= limit * config.guardrails.reserve_cost_fraction
-        });
+        let cost_near = config
+            .budget
+            .cost_limit
+            .is_some_and(|limit| limit - counters.cost <= limit * config.guardrails.reserve_cost_fraction);
         tokens_near || cost_near
     }
 
@@ -510,11 +488,7 @@ impl Run {
         RunHeader {
             core: self.core.clone(),
             message_count: self.messages.len(),
-            guards: self
-                .guards
-                .iter()
-                .map(|g| (g.name().to_owned(), g.save_state()))
-                .collect(),
+            guards: self.guards.iter().map(|g| (g.name().to_owned(), g.save_state())).collect(),
             policy: self.policy.save_state(),
         }
     }
@@ -544,22 +518,13 @@ impl Run {
         policy.load_state(header.policy)?;
         let mut messages = messages;
         messages.reserve(headroom(messages.len()) - messages.len());
-        Ok(Run {
-            core: header.core,
-            messages,
-            guards,
-            policy,
-            effects: VecDeque::new(),
-        })
+        Ok(Run { core: header.core, messages, guards, policy, effects: VecDeque::new() })
     }
 
     /// Starts the next user turn of a conversation after the run completed (or while it
     /// waits for input). Per-turn counters reset; totals and guard histories carry on.
     pub fn begin_user_turn(&mut self, text: impl Into<String>) -> Result<(), EngineError> {
-        if !matches!(
-            self.core.state,
-            RunState::Completed | RunState::WaitingForInput
-        ) {
+        if !matches!(self.core.state, RunState::Completed | RunState::WaitingForInput) {
             return Err(EngineError::WrongState {
                 expected: "completed or waiting_for_input",
                 actual: self.core.state,
@@ -575,10 +540,7 @@ impl Run {
     /// [`Input::Start`](crate::engine::Input::Start).
     pub fn provide_human_reply(&mut self, text: impl Into<String>) -> Result<(), EngineError> {
         let Phase::AwaitingHuman { call_id, .. } = &self.core.phase else {
-            return Err(EngineError::WrongState {
-                expected: "waiting_on_human",
-                actual: self.core.state,
-            });
+            return Err(EngineError::WrongState { expected: "waiting_on_human", actual: self.core.state });
         };
         let result = ToolResult::ok(call_id.clone(), text);
         self.set_state(RunState::Running)?;
@@ -598,8 +560,7 @@ impl Run {
             guard.on_user_turn();
         }
         self.policy.on_user_turn();
-        self.effects
-            .push_back(Effect::Checkpoint(CheckpointKind::Input));
+        self.effects.push_back(Effect::Checkpoint(CheckpointKind::Input));
     }
 
     pub(crate) fn emit(&mut self, event: Event) {

@@ -59,24 +59,9 @@ impl Run {
                 self.core.phase = Phase::AwaitingModel { spec };
                 Ok(action)
             }
-            (
-                Phase::AwaitingTools {
-                    batch,
-                    dispatched,
-                    prefilled,
-                    human_call,
-                    deferred,
-                },
-                Input::Start,
-            ) => {
+            (Phase::AwaitingTools { batch, dispatched, prefilled, human_call, deferred }, Input::Start) => {
                 let action = Action::RunTools(dispatched.clone());
-                self.core.phase = Phase::AwaitingTools {
-                    batch,
-                    dispatched,
-                    prefilled,
-                    human_call,
-                    deferred,
-                };
+                self.core.phase = Phase::AwaitingTools { batch, dispatched, prefilled, human_call, deferred };
                 Ok(action)
             }
             (Phase::AwaitingIterationDecision { count }, Input::Start) => {
@@ -85,9 +70,7 @@ impl Run {
             }
             (Phase::AwaitingHuman { call_id, question }, Input::Start) => {
                 let outcome = self.outcome(
-                    StopCause::HandedToHuman {
-                        question: question.clone(),
-                    },
+                    StopCause::HandedToHuman { question: question.clone() },
                     question.clone(),
                     None,
                 );
@@ -102,27 +85,16 @@ impl Run {
             (Phase::AwaitingModel { spec }, Input::ModelReply(response)) => {
                 self.on_reply(spec, response, tick)
             }
-            (Phase::AwaitingModel { spec }, Input::ModelFailed(error)) => {
-                self.on_failure(spec, error)
-            }
+            (Phase::AwaitingModel { spec }, Input::ModelFailed(error)) => self.on_failure(spec, error),
             (
-                Phase::AwaitingTools {
-                    batch,
-                    prefilled,
-                    human_call,
-                    deferred,
-                    ..
-                },
+                Phase::AwaitingTools { batch, prefilled, human_call, deferred, .. },
                 Input::ToolsDone(results),
             ) => self.on_tools_done(batch, prefilled, human_call, deferred, results, tick),
             (Phase::AwaitingIterationDecision { .. }, Input::IterationDecision(decision)) => {
                 self.on_iteration_decision(decision, tick)
             }
             (phase, input) => {
-                let error = EngineError::UnexpectedInput {
-                    phase: phase.label(),
-                    input: input.label(),
-                };
+                let error = EngineError::UnexpectedInput { phase: phase.label(), input: input.label() };
                 self.core.phase = phase;
                 Err(error)
             }
@@ -185,10 +157,7 @@ impl Run {
             self.core.phase = Phase::AwaitingIterationDecision { count };
             return Ok(Action::MaxIterationsReached { count });
         }
-        let view = ContextView {
-            counters: &self.core.counters,
-            config: &self.core.config,
-        };
+        let view = ContextView { counters: &self.core.counters, config: &self.core.config };
         let decisions = self.policy.prepare(&mut self.messages, &view);
         if let Some(cause) = self.apply(decisions, None) {
             return self.stop(cause);
@@ -198,9 +167,7 @@ impl Run {
             let budget = &self.core.config.budget;
             let counters = &self.core.counters;
             let event = Event::NearBudget {
-                remaining_tokens: budget
-                    .token_budget
-                    .map(|b| b.saturating_sub(counters.usage.total())),
+                remaining_tokens: budget.token_budget.map(|b| b.saturating_sub(counters.usage.total())),
                 remaining_cost: budget.cost_limit.map(|l| l - counters.cost),
             };
             self.emit(event);
@@ -208,10 +175,7 @@ impl Run {
         let counters = &mut self.core.counters;
         counters.iterations = counters.iterations.saturating_add(1);
         counters.turns = counters.turns.saturating_add(1);
-        let event = Event::TurnStarted {
-            turn: counters.iterations,
-            cap: self.core.iteration_cap,
-        };
+        let event = Event::TurnStarted { turn: counters.iterations, cap: self.core.iteration_cap };
         self.emit(event);
         let spec = CallSpec {
             purpose: CallPurpose::Turn,
@@ -228,11 +192,7 @@ impl Run {
         let counters = &mut self.core.counters;
         counters.usage.add(&usage);
         counters.cost += cost;
-        self.emit(Event::ModelResponded {
-            model: response.model.clone(),
-            purpose,
-            usage: response.usage,
-        });
+        self.emit(Event::ModelResponded { model: response.model.clone(), purpose, usage: response.usage });
     }
 
     fn on_reply(
@@ -248,16 +208,8 @@ impl Run {
         if response.is_empty() {
             return self.stop(StopCause::EmptyReply);
         }
-        let ModelResponse {
-            text,
-            tool_calls,
-            stop_reason,
-            ..
-        } = response.clone();
-        self.messages.push(Message::assistant_with_calls(
-            text.clone(),
-            tool_calls.clone(),
-        ));
+        let ModelResponse { text, tool_calls, stop_reason, .. } = response.clone();
+        self.messages.push(Message::assistant_with_calls(text.clone(), tool_calls.clone()));
         self.checkpoint(CheckpointKind::LlmResponse);
         let decisions = self.view_guards(|g, v| g.after_response(v, &response));
         if let Some(cause) = self.apply(decisions, None) {
@@ -274,10 +226,7 @@ impl Run {
             *recoveries += 1;
             let attempt = *recoveries;
             self.core.partial_text.push_str(&text);
-            self.messages.push(Message::internal_user(
-                "max_tokens_recovery",
-                CONTINUATION_PROMPT,
-            ));
+            self.messages.push(Message::internal_user("max_tokens_recovery", CONTINUATION_PROMPT));
             self.emit(Event::MaxTokensContinuation { attempt });
             return self.begin_turn(tick);
         }
@@ -295,9 +244,8 @@ impl Run {
 
     fn dispatch_tools(&mut self, calls: Vec<ToolCall>, tick: Tick) -> Result<Action, EngineError> {
         let counters = &mut self.core.counters;
-        counters.tool_calls = counters
-            .tool_calls
-            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+        counters.tool_calls =
+            counters.tool_calls.saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
         let human_tool = self.core.config.guardrails.ask_human_tool.clone();
         let mut prefilled = Vec::new();
         let mut runnable = Vec::new();
@@ -311,10 +259,7 @@ impl Run {
                 Ok(()) => runnable.push(call.clone()),
                 Err(result) => {
                     let reason = result.flag.clone().unwrap_or_default();
-                    self.emit(Event::ToolCallRejected {
-                        tool: call.name.clone(),
-                        reason,
-                    });
+                    self.emit(Event::ToolCallRejected { tool: call.name.clone(), reason });
                     prefilled.push(result);
                 }
             }
@@ -340,13 +285,7 @@ impl Run {
             return self.on_tools_done(calls, prefilled, human_call, deferred, Vec::new(), tick);
         }
         let dispatched = runnable.clone();
-        self.core.phase = Phase::AwaitingTools {
-            batch: calls,
-            dispatched,
-            prefilled,
-            human_call,
-            deferred,
-        };
+        self.core.phase = Phase::AwaitingTools { batch: calls, dispatched, prefilled, human_call, deferred };
         Ok(Action::RunTools(runnable))
     }
 
@@ -373,16 +312,10 @@ impl Run {
                 .position(|r| r.call_id == call.id)
                 .map(|i| prefilled.swap_remove(i))
                 .or_else(|| {
-                    results
-                        .iter()
-                        .position(|r| r.call_id == call.id)
-                        .map(|i| results.swap_remove(i))
+                    results.iter().position(|r| r.call_id == call.id).map(|i| results.swap_remove(i))
                 });
             let mut result = found.unwrap_or_else(|| {
-                ToolResult::error(
-                    &call.id,
-                    "Error: the tool produced no result for this call.",
-                )
+                ToolResult::error(&call.id, "Error: the tool produced no result for this call.")
             });
             truncate_output(&mut result.content, max_bytes);
             self.messages.push(Message::tool_result(result.clone()));
@@ -390,10 +323,7 @@ impl Run {
             ordered_calls.push(call);
         }
         if !results.is_empty() {
-            tracing::warn!(
-                extra = results.len(),
-                "tool results for unknown call ids were dropped"
-            );
+            tracing::warn!(extra = results.len(), "tool results for unknown call ids were dropped");
         }
         self.checkpoint(CheckpointKind::ToolResult);
         self.messages.extend(deferred);
@@ -413,25 +343,13 @@ impl Run {
     fn pause_for_human(&mut self, call: ToolCall) -> Result<Action, EngineError> {
         let question = serde_json::from_str::<serde_json::Value>(&call.arguments)
             .ok()
-            .and_then(|v| {
-                v.get("question")
-                    .and_then(|q| q.as_str())
-                    .map(str::to_owned)
-            })
+            .and_then(|v| v.get("question").and_then(|q| q.as_str()).map(str::to_owned))
             .unwrap_or_else(|| call.arguments.clone());
         self.set_state(RunState::WaitingOnHuman)?;
         self.checkpoint(CheckpointKind::HumanPause);
-        let outcome = self.outcome(
-            StopCause::HandedToHuman {
-                question: question.clone(),
-            },
-            question.clone(),
-            None,
-        );
-        self.core.phase = Phase::AwaitingHuman {
-            call_id: call.id,
-            question,
-        };
+        let outcome =
+            self.outcome(StopCause::HandedToHuman { question: question.clone() }, question.clone(), None);
+        self.core.phase = Phase::AwaitingHuman { call_id: call.id, question };
         Ok(Action::Finish(outcome))
     }
 
@@ -446,14 +364,11 @@ impl Run {
                 self.begin_turn(tick)
             }
             IterationDecision::NewInstruction(text) => {
-                self.messages
-                    .push(Message::internal_user("max_iterations_instruction", text));
+                self.messages.push(Message::internal_user("max_iterations_instruction", text));
                 self.core.counters.iterations = 0;
                 self.begin_turn(tick)
             }
-            IterationDecision::Stop => self.stop(StopCause::Limit {
-                reason: LimitReason::MaxIterations,
-            }),
+            IterationDecision::Stop => self.stop(StopCause::Limit { reason: LimitReason::MaxIterations }),
         }
     }
 
@@ -462,9 +377,7 @@ impl Run {
             tracing::warn!(%error, "fallback call failed; building the reply deterministically");
             return self.finish_fallback(None);
         }
-        self.stop(StopCause::ProviderFailed {
-            message: error.to_string(),
-        })
+        self.stop(StopCause::ProviderFailed { message: error.to_string() })
     }
 
     /// Adds error results for tool calls of the last assistant message that have none, so
@@ -474,11 +387,7 @@ impl Run {
         let mut index = self.messages.len();
         while index > 0 && self.messages[index - 1].role == Role::Tool {
             index -= 1;
-            answered.extend(
-                self.messages[index]
-                    .tool_results()
-                    .map(|r| r.call_id.clone()),
-            );
+            answered.extend(self.messages[index].tool_results().map(|r| r.call_id.clone()));
         }
         let Some(assistant) = index.checked_sub(1).map(|i| &self.messages[i]) else {
             return;
@@ -494,8 +403,7 @@ impl Run {
                     .with_flag(FLAG_NOT_EXECUTED)
             })
             .collect();
-        self.messages
-            .extend(missing.into_iter().map(Message::tool_result));
+        self.messages.extend(missing.into_iter().map(Message::tool_result));
     }
 
     fn stop(&mut self, cause: StopCause) -> Result<Action, EngineError> {
@@ -506,29 +414,20 @@ impl Run {
         if let StopCause::Limit { reason } = &cause {
             self.emit(Event::LimitsReached { reason: *reason });
         }
-        if let StopCause::Limit {
-            reason: LimitReason::SoftTimeLimit,
-        } = &cause
-        {
-            self.emit(Event::SoftLimit {
-                elapsed_ms: self.core.elapsed_ms,
-            });
+        if let StopCause::Limit { reason: LimitReason::SoftTimeLimit } = &cause {
+            self.emit(Event::SoftLimit { elapsed_ms: self.core.elapsed_ms });
         }
         match cause.reply_mode() {
             ReplyMode::Silent => self.finish(cause, String::new(), None),
             ReplyMode::Deterministic => {
                 let text = deterministic_reply(&cause, &self.messages);
-                self.emit(Event::FallbackReply {
-                    deterministic: true,
-                });
+                self.emit(Event::FallbackReply { deterministic: true });
                 self.messages.push(Message::assistant(text.clone()));
                 self.finish(cause, text, Some(FallbackKind::Deterministic))
             }
             ReplyMode::ModelText | ReplyMode::FallbackCall => {
                 let purpose = match cause {
-                    StopCause::Limit {
-                        reason: LimitReason::SoftTimeLimit,
-                    } => CallPurpose::SoftLimitSummary,
+                    StopCause::Limit { reason: LimitReason::SoftTimeLimit } => CallPurpose::SoftLimitSummary,
                     _ => CallPurpose::Fallback,
                 };
                 let spec = CallSpec {
@@ -544,20 +443,16 @@ impl Run {
     }
 
     fn finish_fallback(&mut self, text: Option<String>) -> Result<Action, EngineError> {
-        let cause = self.core.pending_stop.take().unwrap_or(StopCause::Guard {
-            guard: "engine".into(),
-            detail: "fallback without a stop".into(),
-        });
+        let cause = self
+            .core
+            .pending_stop
+            .take()
+            .unwrap_or(StopCause::Guard { guard: "engine".into(), detail: "fallback without a stop".into() });
         let (text, kind) = match text {
             Some(text) => (text, FallbackKind::ModelCall),
-            None => (
-                deterministic_reply(&cause, &self.messages),
-                FallbackKind::Deterministic,
-            ),
+            None => (deterministic_reply(&cause, &self.messages), FallbackKind::Deterministic),
         };
-        self.emit(Event::FallbackReply {
-            deterministic: kind == FallbackKind::Deterministic,
-        });
+        self.emit(Event::FallbackReply { deterministic: kind == FallbackKind::Deterministic });
         self.messages.push(Message::assistant(text.clone()));
         self.finish(cause, text, Some(kind))
     }
@@ -571,18 +466,11 @@ impl Run {
         self.set_state(cause.terminal_state())?;
         self.checkpoint(CheckpointKind::Final);
         let outcome = self.outcome(cause, text, fallback);
-        self.core.phase = Phase::Finished {
-            outcome: outcome.clone(),
-        };
+        self.core.phase = Phase::Finished { outcome: outcome.clone() };
         Ok(Action::Finish(outcome))
     }
 
-    fn outcome(
-        &self,
-        stop: StopCause,
-        final_text: String,
-        fallback: Option<FallbackKind>,
-    ) -> Outcome {
+    fn outcome(&self, stop: StopCause, final_text: String, fallback: Option<FallbackKind>) -> Outcome {
         let counters = &self.core.counters;
         Outcome {
             state: self.core.state,

@@ -37,11 +37,7 @@ pub fn validate_call(call: &ToolCall, tools: &[ToolDefinition]) -> Result<(), To
         let message = format!(
             "Error: there is no tool named `{}`. Available tools: {}.",
             call.name,
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
+            if known.is_empty() { "none".to_owned() } else { known.join(", ") }
         );
         return Err(ToolResult::error(&call.id, message).with_flag(FLAG_UNKNOWN_TOOL));
     }
@@ -71,11 +67,7 @@ mod tests {
     use super::*;
 
     fn defs() -> Vec<ToolDefinition> {
-        vec![ToolDefinition::new(
-            "read",
-            "",
-            serde_json::json!({"type": "object"}),
-        )]
+        vec![ToolDefinition::new("read", "", serde_json::json!({"type": "object"}))]
     }
 
     #[test]

@@ -19,23 +19,15 @@ impl Guard for Budgets {
         let c = view.counters;
         let reason = if budget.max_turns.is_some_and(|max| c.turns >= max) {
             Some(LimitReason::MaxTurns)
-        } else if budget
-            .token_budget
-            .is_some_and(|max| c.usage.total() >= max)
-        {
+        } else if budget.token_budget.is_some_and(|max| c.usage.total() >= max) {
             Some(LimitReason::TokenBudget)
-        } else if budget
-            .tool_call_budget
-            .is_some_and(|max| c.tool_calls >= max)
-        {
+        } else if budget.tool_call_budget.is_some_and(|max| c.tool_calls >= max) {
             Some(LimitReason::ToolCallBudget)
         } else if budget.cost_limit.is_some_and(|max| c.cost >= max) {
             Some(LimitReason::CostLimit)
         } else {
             None
         };
-        reason
-            .map(|reason| vec![Decision::Stop(StopCause::Limit { reason })])
-            .unwrap_or_default()
+        reason.map(|reason| vec![Decision::Stop(StopCause::Limit { reason })]).unwrap_or_default()
     }
 }

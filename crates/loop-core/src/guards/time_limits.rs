@@ -23,18 +23,11 @@ impl Guard for TimeLimits {
         let budget = &view.config.budget;
         let secs = view.elapsed.as_secs();
         if budget.hard_time_limit_secs > 0 && secs >= budget.hard_time_limit_secs {
-            return vec![Decision::Stop(StopCause::Limit {
-                reason: LimitReason::Timeout,
-            })];
+            return vec![Decision::Stop(StopCause::Limit { reason: LimitReason::Timeout })];
         }
-        if budget.soft_time_limit_secs > 0
-            && secs >= budget.soft_time_limit_secs
-            && !self.soft_fired
-        {
+        if budget.soft_time_limit_secs > 0 && secs >= budget.soft_time_limit_secs && !self.soft_fired {
             self.soft_fired = true;
-            return vec![Decision::Stop(StopCause::Limit {
-                reason: LimitReason::SoftTimeLimit,
-            })];
+            return vec![Decision::Stop(StopCause::Limit { reason: LimitReason::SoftTimeLimit })];
         }
         Vec::new()
     }
@@ -44,8 +37,7 @@ impl Guard for TimeLimits {
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
-        *self = serde_json::from_value(state)
-            .map_err(|e| GuardStateError::from_serde("time_limits", e))?;
+        *self = serde_json::from_value(state).map_err(|e| GuardStateError::from_serde("time_limits", e))?;
         Ok(())
     }
 }

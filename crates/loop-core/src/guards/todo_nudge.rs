@@ -26,12 +26,7 @@ pub struct TodoNudge {
 impl TodoNudge {
     /// Watches [`TODO_TOOL`] with the given cap.
     pub fn new(cap: u32) -> Self {
-        Self {
-            tool: TODO_TOOL.to_owned(),
-            cap,
-            nudges: 0,
-            open: Vec::new(),
-        }
+        Self { tool: TODO_TOOL.to_owned(), cap, nudges: 0, open: Vec::new() }
     }
 
     /// Watches another todo tool with the same argument shape.
@@ -53,17 +48,11 @@ impl TodoNudge {
             todos
                 .iter()
                 .filter(|item| {
-                    let status = item
-                        .get("status")
-                        .and_then(|s| s.as_str())
-                        .unwrap_or("pending");
+                    let status = item.get("status").and_then(|s| s.as_str()).unwrap_or("pending");
                     !matches!(status, "completed" | "cancelled" | "done")
                 })
                 .map(|item| {
-                    item.get("content")
-                        .and_then(|c| c.as_str())
-                        .unwrap_or("(unnamed item)")
-                        .to_owned()
+                    item.get("content").and_then(|c| c.as_str()).unwrap_or("(unnamed item)").to_owned()
                 })
                 .collect(),
         )
@@ -96,13 +85,7 @@ impl Guard for TodoNudge {
             return Vec::new();
         }
         self.nudges += 1;
-        let items = self
-            .open
-            .iter()
-            .take(5)
-            .map(|i| format!("- {i}"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let items = self.open.iter().take(5).map(|i| format!("- {i}")).collect::<Vec<_>>().join("\n");
         let text = format!(
             "You said you are done, but your todo list still has {} open item(s):\n{items}\n\
              Finish them, or mark them completed or cancelled with `{}` if they no longer apply.",
@@ -127,8 +110,7 @@ impl Guard for TodoNudge {
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
-        *self = serde_json::from_value(state)
-            .map_err(|e| GuardStateError::from_serde("todo_nudge", e))?;
+        *self = serde_json::from_value(state).map_err(|e| GuardStateError::from_serde("todo_nudge", e))?;
         Ok(())
     }
 }

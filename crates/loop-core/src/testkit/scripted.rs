@@ -7,8 +7,7 @@ use async_trait::async_trait;
 
 use crate::message::ToolCall;
 use crate::provider::{
-    CallPurpose, ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind,
-    StopReason, Usage,
+    CallPurpose, ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StopReason, Usage,
 };
 use crate::testkit::rng::SplitMix64;
 use crate::tool::ToolChoice;
@@ -67,11 +66,7 @@ impl ScriptedProvider {
         ));
         Self {
             model,
-            usage: Usage {
-                input_tokens: 100,
-                output_tokens: 20,
-                ..Usage::default()
-            },
+            usage: Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() },
             steps: Mutex::new(VecDeque::new()),
             fallback: Mutex::new(fallback),
             log: Mutex::new(Vec::new()),
@@ -83,11 +78,7 @@ impl ScriptedProvider {
     /// Sets the usage every scripted reply reports.
     #[must_use]
     pub fn usage_per_call(mut self, input_tokens: u64, output_tokens: u64) -> Self {
-        self.usage = Usage {
-            input_tokens,
-            output_tokens,
-            ..Usage::default()
-        };
+        self.usage = Usage { input_tokens, output_tokens, ..Usage::default() };
         self
     }
 
@@ -99,10 +90,7 @@ impl ScriptedProvider {
     }
 
     fn fresh_id(&self) -> String {
-        let mut next = self
-            .next_id
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = self.next_id.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         *next += 1;
         format!("call_{next}")
     }
@@ -110,10 +98,7 @@ impl ScriptedProvider {
     /// Appends a step.
     #[must_use]
     pub fn then(self, step: ScriptStep) -> Self {
-        self.steps
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push_back(step);
+        self.steps.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push_back(step);
         self
     }
 
@@ -133,10 +118,7 @@ impl ScriptedProvider {
     /// Appends a batch of parallel tool calls.
     #[must_use]
     pub fn call_tools(self, calls: &[(&str, &str)]) -> Self {
-        let calls = calls
-            .iter()
-            .map(|(name, args)| ToolCall::new(self.fresh_id(), *name, *args))
-            .collect();
+        let calls = calls.iter().map(|(name, args)| ToolCall::new(self.fresh_id(), *name, *args)).collect();
         let response = ModelResponse::tool_calls(self.model.clone(), calls);
         self.then(ScriptStep::Reply(response))
     }
@@ -152,10 +134,7 @@ impl ScriptedProvider {
     /// Appends an empty reply (no text, no tool calls).
     #[must_use]
     pub fn empty(self) -> Self {
-        let response = ModelResponse {
-            text: None,
-            ..ModelResponse::text(self.model.clone(), "")
-        };
+        let response = ModelResponse { text: None, ..ModelResponse::text(self.model.clone(), "") };
         self.then(ScriptStep::Reply(response))
     }
 
@@ -168,10 +147,7 @@ impl ScriptedProvider {
     /// Sets the answer to fallback and summary calls.
     #[must_use]
     pub fn on_fallback(self, step: ScriptStep) -> Self {
-        *self
-            .fallback
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = step;
+        *self.fallback.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = step;
         self
     }
 
@@ -183,10 +159,7 @@ impl ScriptedProvider {
         let mut provider = Self::new(model);
         for _ in 0..len {
             let tool = |rng: &mut SplitMix64| {
-                tools
-                    .get(rng.below(tools.len() as u64) as usize)
-                    .copied()
-                    .unwrap_or("missing")
+                tools.get(rng.below(tools.len() as u64) as usize).copied().unwrap_or("missing")
             };
             let args = |rng: &mut SplitMix64| format!("{{\"q\": {}}}", rng.below(4));
             provider = match rng.below(100) {
@@ -195,12 +168,7 @@ impl ScriptedProvider {
                     provider.call_tool(name, &a)
                 }
                 55..65 => {
-                    let (n1, a1, n2, a2) = (
-                        tool(&mut rng),
-                        args(&mut rng),
-                        tool(&mut rng),
-                        args(&mut rng),
-                    );
+                    let (n1, a1, n2, a2) = (tool(&mut rng), args(&mut rng), tool(&mut rng), args(&mut rng));
                     provider.call_tools(&[(n1, &a1), (n2, &a2)])
                 }
                 65..73 => provider.truncated("partial answer "),
@@ -255,10 +223,7 @@ impl Provider for ScriptedProvider {
                 Ok(response)
             }
             Some(ScriptStep::Fail(error)) => Err(error),
-            None => Err(ProviderError::new(
-                ProviderErrorKind::Other,
-                "the script is exhausted",
-            )),
+            None => Err(ProviderError::new(ProviderErrorKind::Other, "the script is exhausted")),
         }
     }
 }

@@ -58,10 +58,7 @@ impl RecordingTool {
     #[must_use]
     pub fn fail_times(self, times: u32, kind: ToolErrorKind) -> Self {
         self.failures.store(times, Ordering::SeqCst);
-        Self {
-            failure_kind: kind,
-            ..self
-        }
+        Self { failure_kind: kind, ..self }
     }
 
     /// Calls so far (all clones share the count).
@@ -89,19 +86,13 @@ impl Tool for RecordingTool {
         self.idempotent
     }
 
-    async fn call(
-        &self,
-        args: serde_json::Value,
-        _cx: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: serde_json::Value, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut seen) = self.arguments.lock() {
             seen.push(args);
         }
-        let failing = self
-            .failures
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
+        let failing =
+            self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
         if failing {
             return Err(ToolError::new(
                 self.failure_kind,

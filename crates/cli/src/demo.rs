@@ -1,0 +1,211 @@
+//! The demo scenarios: each a scripted run with the outcome it must reach.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use looprail_loop_core::config::LoopConfig;
+use looprail_loop_core::prelude::*;
+use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
+use tokio_util::sync::CancellationToken;
+
+use crate::progress::stderr_sink;
+
+struct Scenario {
+    name: &'static str,
+    what: &'static str,
+    run: fn(bool) -> Result<Check, String>,
+}
+
+/// What a scenario observed and whether that is what it expected.
+struct Check {
+    outcome: Outcome,
+    ok: bool,
+    note: String,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread().enable_time().build().map_err(|e| e.to_string())
+}
+
+fn drive(
+    name: &'static str,
+    quiet: bool,
+    config: LoopConfig,
+    provider: ScriptedProvider,
+    tools: ToolSet,
+    configure: impl FnOnce(Driver) -> Driver,
+) -> Result<(Outcome, Run), String> {
+    let mut run = Run::builder(config)
+        .system("You are a careful assistant.")
+        .user("Find the cheapest flight to Lisbon next week.")
+        .tools(tools.definitions())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let driver = configure(Driver::new(Arc::new(provider), tools).with_events(stderr_sink(name, quiet)));
+    let outcome = runtime()?.block_on(driver.drive(&mut run)).map_err(|e| e.to_string())?;
+    Ok((outcome, run))
+}
+
+fn search_tool() -> RecordingTool {
+    RecordingTool::new("search_flights").idempotent(true).output("TAP 1234: 89 EUR; Ryanair 55: 64 EUR")
+}
+
+fn normal(quiet: bool) -> Result<Check, String> {
+    let provider = ScriptedProvider::new("scripted")
+        .call_tool("search_flights", r#"{"to": "LIS"}"#)
+        .reply_text("The cheapest is Ryanair 55 at 64 EUR.");
+    let tools = ToolSet::new().with(search_tool());
+    let (outcome, _) = drive("normal", quiet, LoopConfig::default(), provider, tools, |d| d)?;
+    let ok = outcome.state == RunState::Completed && outcome.fallback.is_none() && outcome.tool_calls == 1;
+    Ok(Check { note: format!("{} turns, {} tool call", outcome.turns, outcome.tool_calls), outcome, ok })
+}
+
+fn budget_stop(quiet: bool) -> Result<Check, String> {
+    let mut config = LoopConfig::default();
+    config.budget.tool_call_budget = Some(3);
+    let mut provider = ScriptedProvider::new("scripted");
+    for day in 1..=10 {
+        provider = provider.call_tool("search_flights", &format!(r#"{{"to": "LIS", "day": {day}}}"#));
+    }
+    let tools = ToolSet::new().with(search_tool());
+    let (outcome, _) = drive("budget", quiet, config, provider, tools, |d| d)?;
+    let ok = outcome.stop == StopCause::Limit { reason: LimitReason::ToolCallBudget }
+        && outcome.tool_calls == 3
+        && outcome.fallback == Some(FallbackKind::ModelCall)
+        && !outcome.final_text.is_empty();
+    Ok(Check { note: "stopped at 3 tool calls, fallback reply".into(), outcome, ok })
+}
+
+fn continuation(quiet: bool) -> Result<Check, String> {
+    let provider = ScriptedProvider::new("scripted")
+        .truncated("Ryanair 55 leaves at 06:10 and costs ")
+        .reply_text("64 EUR.");
+    let (outcome, run) = drive("max-tokens", quiet, LoopConfig::default(), provider, ToolSet::new(), |d| d)?;
+    let internal = run.messages().iter().filter(|m| m.is_internal()).count();
+    let ok = outcome.final_text == "Ryanair 55 leaves at 06:10 and costs 64 EUR." && internal == 1;
+    Ok(Check { note: "1 continuation, stitched reply".into(), outcome, ok })
+}
+
+fn empty_reply(quiet: bool) -> Result<Check, String> {
+    let provider = ScriptedProvider::new("scripted").call_tool("search_flights", "{}").empty();
+    let tools = ToolSet::new().with(search_tool());
+    let (outcome, _) = drive("empty-reply", quiet, LoopConfig::default(), provider, tools, |d| d)?;
+    let ok = outcome.stop == StopCause::EmptyReply && !outcome.final_text.is_empty();
+    Ok(Check { note: "empty reply -> fallback".into(), outcome, ok })
+}
+
+fn iteration_ceiling(quiet: bool) -> Result<Check, String> {
+    let mut provider = ScriptedProvider::new("scripted");
+    for page in 0..80 {
+        provider = provider.call_tool("search_flights", &format!(r#"{{"page": {page}}}"#));
+    }
+    let tools = ToolSet::new().with(search_tool());
+    let (outcome, _) = drive("ceiling", true, LoopConfig::default(), provider, tools, |d| d)?;
+    let _ = quiet;
+    let ok = outcome.state == RunState::MaxSteps && outcome.turns == 50 && !outcome.final_text.is_empty();
+    Ok(Check { note: "50-turn ceiling -> fallback".into(), outcome, ok })
+}
+
+fn bad_tool_call(quiet: bool) -> Result<Check, String> {
+    let provider = ScriptedProvider::new("scripted")
+        .call_tools(&[("book_flight", "{}"), ("search_flights", "{\"to\": ")])
+        .call_tool("search_flights", r#"{"to": "LIS"}"#)
+        .reply_text("Ryanair 55, 64 EUR.");
+    let tools = ToolSet::new().with(search_tool());
+    let (outcome, _) = drive("bad-call", quiet, LoopConfig::default(), provider, tools, |d| d)?;
+    let ok = outcome.state == RunState::Completed && outcome.tool_calls == 3;
+    Ok(Check { note: "unknown tool + bad JSON answered, run went on".into(), outcome, ok })
+}
+
+fn cancellation(quiet: bool) -> Result<Check, String> {
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    let mut provider = ScriptedProvider::new("scripted");
+    for page in 0..10 {
+        provider = provider.call_tool("search_flights", &format!(r#"{{"page": {page}}}"#));
+    }
+    let tools = ToolSet::new().with(search_tool());
+    let sink = stderr_sink("cancel", quiet);
+    let (outcome, _) = drive("cancel", true, LoopConfig::default(), provider, tools, move |d| {
+        // A user presses stop while turn 2's tool runs: the next boundary observes it.
+        let events = EventSink::new(move |event| {
+            sink.emit(event);
+            if matches!(event, Event::TurnStarted { turn: 2, .. }) {
+                trigger.cancel();
+            }
+        });
+        d.with_cancel(token).with_events(events)
+    })?;
+    let ok = outcome.state == RunState::Cancelled && outcome.final_text.is_empty() && outcome.turns == 2;
+    Ok(Check { note: "cancelled at the boundary after turn 2".into(), outcome, ok })
+}
+
+fn human_pause(quiet: bool) -> Result<Check, String> {
+    let provider = ScriptedProvider::new("scripted")
+        .call_tool("ask_human", r#"{"question": "Do you prefer morning or evening flights?"}"#);
+    let (outcome, _) = drive("ask-human", quiet, LoopConfig::default(), provider, ToolSet::new(), |d| d)?;
+    let ok = outcome.state == RunState::WaitingOnHuman && outcome.final_text.contains("morning or evening");
+    Ok(Check { note: "paused for the human's answer".into(), outcome, ok })
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario { name: "normal", what: "a tool call, then the answer", run: normal },
+    Scenario { name: "budget", what: "tool-call budget stop with its fallback reply", run: budget_stop },
+    Scenario { name: "max-tokens", what: "a truncated reply continued", run: continuation },
+    Scenario { name: "empty-reply", what: "an empty model reply", run: empty_reply },
+    Scenario { name: "ceiling", what: "the 50-iteration ceiling", run: iteration_ceiling },
+    Scenario { name: "bad-call", what: "unknown tool and invalid JSON arguments", run: bad_tool_call },
+    Scenario { name: "cancel", what: "cooperative cancellation", run: cancellation },
+    Scenario { name: "ask-human", what: "the model asks a human", run: human_pause },
+];
+
+/// Runs every scenario and prints the summary table on stdout.
+pub fn run(quiet: bool) -> ExitCode {
+    let started = std::time::Instant::now();
+    let mut rows = Vec::new();
+    let mut failures = 0;
+    for scenario in SCENARIOS {
+        if !quiet {
+            eprintln!("== {}: {}", scenario.name, scenario.what);
+        }
+        let row = match (scenario.run)(quiet) {
+            Ok(check) => {
+                if !check.ok {
+                    failures += 1;
+                }
+                let o = &check.outcome;
+                format!(
+                    "{:<12} {:<6} {:<16} {:>5} {:>6} {:>7}  {}",
+                    scenario.name,
+                    if check.ok { "ok" } else { "FAILED" },
+                    format!("{:?}", o.state),
+                    o.turns,
+                    o.tool_calls,
+                    o.usage.total(),
+                    check.note
+                )
+            }
+            Err(error) => {
+                failures += 1;
+                format!("{:<12} {:<6} {error}", scenario.name, "ERROR")
+            }
+        };
+        rows.push(row);
+    }
+    println!(
+        "{:<12} {:<6} {:<16} {:>5} {:>6} {:>7}  note",
+        "scenario", "result", "state", "turns", "tools", "tokens"
+    );
+    for row in rows {
+        println!("{row}");
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{} of {} scenarios behaved as expected in {:.1?}",
+        SCENARIOS.len() - failures,
+        SCENARIOS.len(),
+        Duration::from_millis(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+    );
+    if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
