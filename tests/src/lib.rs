@@ -99,3 +99,7 @@ impl Tool for SlowTool {
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+#[doc = include_str!("../../docs/loop-engine.md")]
+#[cfg(doctest)]
+pub struct LoopEngineGuideDoctests;
