@@ -103,3 +103,62 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../docs/loop-engine.md")]
 #[cfg(doctest)]
 pub struct LoopEngineGuideDoctests;
+
+/// Recorded runs from `../shared/trajectories` (development data beside the repository).
+pub mod trajectories {
+    use std::path::{Path, PathBuf};
+
+    use looprail_loop_core::message::Message;
+    use looprail_loop_core::transcript::from_openai_messages;
+
+    /// One recorded run.
+    #[derive(Debug)]
+    pub struct Recording {
+        /// Its file.
+        pub path: PathBuf,
+        /// The conversation.
+        pub messages: Vec<Message>,
+        /// The run's `meta` object.
+        pub meta: serde_json::Value,
+    }
+
+    impl Recording {
+        /// True when the agent finished by itself: SWE-agent's `submitted`, and every
+        /// tau-bench run (a conversation that ended normally).
+        pub fn self_finished(&self) -> bool {
+            let status = self.meta.get("exit_status").and_then(|s| s.as_str());
+            status == Some("submitted") || self.path.to_string_lossy().contains("tau-bench")
+        }
+    }
+
+    /// The shared trajectories folder, or `None` (with a note on stderr) when it is absent,
+    /// as in a user's clone.
+    pub fn root() -> Option<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/trajectories");
+        if root.is_dir() {
+            Some(root)
+        } else {
+            eprintln!("skipped: {} is absent (it ships beside the repository, not in it)", root.display());
+            None
+        }
+    }
+
+    /// Loads every `*.json` run under `dir`, sorted by path.
+    pub fn load_dir(dir: &Path) -> Vec<Recording> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        paths.retain(|p| p.extension().is_some_and(|e| e == "json"));
+        paths.sort();
+        paths.into_iter().filter_map(|path| load(&path)).collect()
+    }
+
+    /// Loads one `{"messages": [...], "meta": {...}}` file.
+    pub fn load(path: &Path) -> Option<Recording> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let messages = from_openai_messages(value.get("messages")?.as_array()?).ok()?;
+        let meta = value.get("meta").cloned().unwrap_or_default();
+        Some(Recording { path: path.to_path_buf(), messages, meta })
+    }
+}

@@ -1,7 +1,85 @@
 //! Loop detection and the escalation ladder for looprail agent loops.
 //!
-//! **Status: skeleton.** This crate will hold every detector of FEATURES.md F15–F20 and B1–B4 as
-//! [`looprail_loop_core::guard::Guard`] implementations: consecutive identical steps, windowed
-//! thrash, the per-executor repeat counter, alternating cycles, consecutive tool errors, and the
-//! escalation ladder (nudge → directive → forced `ask_human`). It is tracked by issue 5; nothing
-//! here is implemented yet, so the crate exports nothing.
+//! Every detector is a [`Guard`](looprail_loop_core::Guard) on the loop-core seam or a
+//! [`Detector`] feeding one, usable alone:
+//!
+//! | behaviour | type |
+//! |---|---|
+//! | F15 consecutive identical steps stop the run | [`ConsecutiveSteps`] |
+//! | F16 identical and pattern thrash in a window | [`ThrashWindow`] |
+//! | F17 nudge → directive → forced `ask_human` | [`EscalationLadder`], driven by [`LoopGuard`] |
+//! | F18 per-executor repeat counter, abort or hint | [`RepeatCounter`] |
+//! | F19 consecutive errors → reflection | [`ErrorStreak`] |
+//! | B1 canonical arguments, B4 masked observations | [`signature`] |
+//! | B2 polling tools exempt | [`GuardrailsConfig::polling_tools`] |
+//! | B3 alternating cycles, same action + same observation | [`CycleDetector`], [`SameObservation`] |
+//! | B5 offline replay of recorded runs | [`replay`] |
+//!
+//! [`default_stack`] is the coherent default: the [`LoopGuard`] (thrash, cycles and same
+//! observations feeding one ladder, with a late consecutive-step backstop) and the
+//! [`ErrorStreak`]. Its defaults were tuned on recorded SWE-agent and tau-bench runs: every
+//! stuck run is handed to a human by the 9th call of its loop, and no run the agent finished by
+//! itself is stopped or handed over (figures in `docs/guardrails.md`). All state is serde data
+//! saved with the run (F20).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use looprail_guardrails::{default_stack, GuardrailsConfig};
+//! use looprail_loop_core::prelude::*;
+//! use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
+//!
+//! // A model that keeps running the same failing command.
+//! let mut provider = ScriptedProvider::new("scripted");
+//! for _ in 0..20 {
+//!     provider = provider.call_tool("shell", r#"{"cmd": "make test"}"#);
+//! }
+//! let tools = ToolSet::new().with(RecordingTool::new("shell").output("Error: 1 test failed"));
+//! let mut builder = Run::builder(LoopConfig::default()).user("fix the build").tools(tools.definitions());
+//! for guard in default_stack(&GuardrailsConfig::default()) {
+//!     builder = builder.boxed_guard(guard);
+//! }
+//! let mut run = builder.build()?;
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+//! let outcome = runtime.block_on(Driver::new(Arc::new(provider), tools).drive(&mut run))?;
+//!
+//! // Nudge at the 3rd identical call, directive at the 5th, ask_human at the 7th: the 8th
+//! // model call is forced to call `ask_human`, and the run waits for the human.
+//! assert_eq!(outcome.state, RunState::WaitingOnHuman);
+//! assert_eq!(outcome.tool_calls, 8);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod config;
+mod consecutive_steps;
+mod detection;
+pub mod detectors;
+mod error_streak;
+mod ladder;
+mod loop_guard;
+mod repeat_counter;
+pub mod replay;
+pub mod signature;
+
+pub use config::{GuardrailsConfig, RepeatAction, RepeatCounterConfig};
+pub use consecutive_steps::ConsecutiveSteps;
+pub use detection::{Detection, Detector, Observed};
+pub use detectors::{CycleDetector, SameObservation, ThrashWindow};
+pub use error_streak::ErrorStreak;
+pub use ladder::{EscalationLadder, Level};
+pub use loop_guard::{LOOP_GUARD, LoopGuard};
+pub use repeat_counter::{FLAG_LOOP_DETECTED, RepeatCounter};
+
+use looprail_loop_core::Guard;
+
+/// The default stack: [`LoopGuard`], [`ErrorStreak`] (when `error_streak > 0`) and the
+/// [`RepeatCounter`] when configured.
+pub fn default_stack(config: &GuardrailsConfig) -> Vec<Box<dyn Guard>> {
+    let mut guards: Vec<Box<dyn Guard>> = vec![Box::new(LoopGuard::new(config))];
+    if config.error_streak > 0 {
+        guards.push(Box::new(ErrorStreak::new(config.error_streak)));
+    }
+    if let Some(repeat) = &config.repeat_counter {
+        guards.push(Box::new(RepeatCounter::new(repeat.clone(), config.polling_tools.clone())));
+    }
+    guards
+}

@@ -83,6 +83,8 @@ pub enum Event {
     },
     /// A loop detector fired (F15–F18, B3).
     LoopDetected {
+        /// 0-based index, over the whole run, of the tool call at which it fired.
+        call_index: u64,
         /// Which detector.
         detector: String,
         /// Detector tier, such as `identical` or `pattern`.

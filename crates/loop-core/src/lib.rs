@@ -56,6 +56,7 @@ pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod tool;
+pub mod transcript;
 
 pub use driver::{Driver, DriverError};
 pub use engine::Run;

@@ -70,6 +70,9 @@ pub enum StopCause {
         detector: String,
         /// What it saw.
         detail: String,
+        /// The repeated call, when one call is to blame.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence: Option<LoopEvidence>,
     },
     /// A guard stopped the run for another reason.
     Guard {
@@ -90,6 +93,17 @@ pub enum StopCause {
         /// The error, rendered.
         message: String,
     },
+}
+
+/// The call a loop detector blames: tool, arguments and how often it was called (F18).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopEvidence {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments, canonical JSON.
+    pub arguments: String,
+    /// How many times it was called with them.
+    pub count: u32,
 }
 
 /// How the user's reply is produced after a stop.

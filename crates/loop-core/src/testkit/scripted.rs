@@ -36,6 +36,8 @@ pub struct CallRecord {
 
 /// Answers loop turns from a script, in order, and fallback or summary calls from a separate
 /// answer (default: a short text). When the script runs out, calls fail with a permanent error.
+/// A call that forces a named tool is answered like a compliant model would: with a call to
+/// that tool (arguments `{"question": ...}`), without consuming a script step.
 ///
 /// ```
 /// use looprail_loop_core::testkit::ScriptedProvider;
@@ -209,6 +211,13 @@ impl Provider for ScriptedProvider {
                 message_count: request.messages.len(),
                 instruction: request.instruction.map(str::to_owned),
             });
+        }
+        if let (true, ToolChoice::Named(name)) = (self.tool_choice, &request.tool_choice) {
+            // A compliant model obeys a forced tool; the script waits for the next free turn.
+            let arguments = serde_json::json!({"question": "I seem to be stuck. How should I proceed?"});
+            let call = ToolCall::new(self.fresh_id(), name.clone(), arguments.to_string());
+            return Ok(ModelResponse::tool_calls(self.model.clone(), vec![call])
+                .with_usage(self.usage.input_tokens, self.usage.output_tokens));
         }
         let step = if request.purpose == CallPurpose::Turn {
             self.steps.lock().ok().and_then(|mut s| s.pop_front())

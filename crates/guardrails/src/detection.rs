@@ -1,0 +1,70 @@
+//! The detector seam: a [`Detector`] looks at one tool call at a time and may report a
+//! [`Detection`]; the [`LoopGuard`](crate::LoopGuard) feeds detections to the ladder.
+
+use looprail_loop_core::guard::GuardStateError;
+
+use crate::ladder::Level;
+use crate::signature::CallSignature;
+
+/// One tool call as detectors see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed<'a> {
+    /// 0-based index of the call over the whole run.
+    pub index: u64,
+    /// The tool name.
+    pub tool: &'a str,
+    /// Tool + canonical arguments (B1).
+    pub signature: CallSignature,
+    /// Fingerprint of the result with volatile numbers masked (B4).
+    pub observation: u64,
+    /// True when the result is an error.
+    pub is_error: bool,
+}
+
+/// A detector's finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detection {
+    /// The detector's name.
+    pub detector: &'static str,
+    /// Which kind of loop, such as `identical` or `pattern`.
+    pub tier: &'static str,
+    /// The highest ladder level this finding may lead to.
+    pub cap: Level,
+}
+
+/// A loop detector: windows over recent calls, O(1) per call in the run's length.
+pub trait Detector: Send {
+    /// The detector's name, unique within a stack.
+    fn name(&self) -> &'static str;
+
+    /// Looks at the next call.
+    fn observe(&mut self, call: &Observed<'_>) -> Option<Detection>;
+
+    /// Forgets everything (a new user turn).
+    fn reset(&mut self);
+
+    /// The state as serde data.
+    fn save_state(&self) -> serde_json::Value;
+
+    /// Restores [`Detector::save_state`]'s output.
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError>;
+}
+
+/// Implements state save/load for a detector whose whole self is serde data.
+macro_rules! serde_state {
+    ($name:literal) => {
+        fn save_state(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or_default()
+        }
+
+        fn load_state(
+            &mut self,
+            state: serde_json::Value,
+        ) -> Result<(), looprail_loop_core::guard::GuardStateError> {
+            *self = serde_json::from_value(state)
+                .map_err(|e| looprail_loop_core::guard::GuardStateError::from_serde($name, e))?;
+            Ok(())
+        }
+    };
+}
+pub(crate) use serde_state;

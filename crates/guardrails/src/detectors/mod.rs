@@ -1,0 +1,9 @@
+//! The window detectors the [`LoopGuard`](crate::LoopGuard) runs after every tool call.
+
+mod cycle;
+mod same_observation;
+mod thrash;
+
+pub use cycle::CycleDetector;
+pub use same_observation::SameObservation;
+pub use thrash::ThrashWindow;

@@ -1,0 +1,282 @@
+//! [`LoopGuard`]: the window detectors feeding one escalation ladder, plus a backstop stop.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use looprail_loop_core::event::Event;
+use looprail_loop_core::guard::{Decision, Guard, GuardStateError, TurnView};
+use looprail_loop_core::message::{Message, ToolCall, ToolResult};
+use looprail_loop_core::outcome::StopCause;
+use looprail_loop_core::tool::ToolChoice;
+
+use crate::config::GuardrailsConfig;
+use crate::detection::{Detection, Detector, Observed};
+use crate::detectors::{CycleDetector, SameObservation, ThrashWindow};
+use crate::ladder::{EscalationLadder, Level};
+use crate::signature::{CallSignature, Fnv64, observation_fingerprint};
+
+/// The guard's name and the key of its saved state.
+pub const LOOP_GUARD: &str = "loop_guard";
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+struct Counters {
+    calls_seen: u64,
+    last_step: Option<u64>,
+    consecutive_steps: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedState {
+    counters: Counters,
+    ladder: EscalationLadder,
+    detectors: BTreeMap<String, serde_json::Value>,
+}
+
+/// Runs the window detectors (identical and pattern thrash, alternating cycles, same action
+/// with the same observation) after every tool call and walks the escalation ladder (F17):
+/// a soft nudge, a hard directive, then a forced `ask_human` call (or a stop when the run has
+/// no `ask_human` tool). Consecutive identical steps past `consecutive_stop` stop the run.
+///
+/// ```
+/// use looprail_guardrails::{GuardrailsConfig, LoopGuard};
+/// use looprail_loop_core::prelude::*;
+///
+/// let mut run = Run::builder(LoopConfig::default())
+///     .user("go")
+///     .guard(LoopGuard::new(&GuardrailsConfig::default()))
+///     .build()
+///     .unwrap();
+/// assert!(run.header().guards.contains_key("loop_guard"));
+/// ```
+pub struct LoopGuard {
+    detectors: Vec<Box<dyn Detector>>,
+    ladder: EscalationLadder,
+    counters: Counters,
+    polling: Vec<String>,
+    consecutive_stop: u32,
+    directive_tool: Option<String>,
+    reset_on_user_turn: bool,
+}
+
+impl std::fmt::Debug for LoopGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopGuard")
+            .field("level", &self.ladder.level())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+fn nudge(tool: &str) -> String {
+    format!(
+        "You have repeated calls to `{tool}` that keep producing the same kind of result. Doing it \
+         again will not change the outcome: try a different approach or a different tool."
+    )
+}
+
+fn directive(tool: &str) -> String {
+    format!(
+        "Stop repeating `{tool}`: your recent attempts did not move the task forward. Your next \
+         step must be different: change the arguments substantially, use another tool, or state \
+         plainly what is blocking you."
+    )
+}
+
+fn ask_human(tool: &str, ask_tool: &str) -> String {
+    format!(
+        "You appear to be stuck in a loop around `{tool}`. Call `{ask_tool}` now: say what you \
+         tried, what happened, and what you need from the human to continue."
+    )
+}
+
+impl LoopGuard {
+    /// The stack configured by `config`.
+    pub fn new(config: &GuardrailsConfig) -> Self {
+        let detectors: Vec<Box<dyn Detector>> = vec![
+            Box::new(ThrashWindow::new(
+                config.window,
+                config.identical_threshold,
+                config.pattern_threshold,
+                config.pattern_max_level,
+            )),
+            Box::new(CycleDetector::new(config.cycle_max_period, config.cycle_repetitions)),
+            Box::new(SameObservation::new(config.same_observation_window, config.same_observation_threshold)),
+        ];
+        Self {
+            detectors,
+            ladder: EscalationLadder::new(config.escalation_gap, config.deescalate_after),
+            counters: Counters::default(),
+            polling: config.polling_tools.clone(),
+            consecutive_stop: config.consecutive_stop,
+            directive_tool: config.directive_tool.clone(),
+            reset_on_user_turn: config.reset_on_user_turn,
+        }
+    }
+
+    /// The ladder's current level.
+    pub fn level(&self) -> Level {
+        self.ladder.level()
+    }
+
+    fn climb(
+        &self,
+        view: &TurnView<'_>,
+        level: Level,
+        detection: &Detection,
+        call: &Observed<'_>,
+    ) -> Vec<Decision> {
+        let mut decisions = vec![
+            Decision::Emit(Event::LoopDetected {
+                call_index: call.index,
+                detector: detection.detector.to_owned(),
+                tier: detection.tier.to_owned(),
+                tool: call.tool.to_owned(),
+                level: level.as_str().to_owned(),
+            }),
+            Decision::Emit(Event::GuardrailEscalated {
+                guard: LOOP_GUARD.to_owned(),
+                level: level.as_str().to_owned(),
+            }),
+        ];
+        match level {
+            Level::None => {}
+            Level::Nudge => {
+                decisions.push(Decision::Inject(Message::internal_user("loop_nudge", nudge(call.tool))))
+            }
+            Level::Directive => {
+                decisions
+                    .push(Decision::Inject(Message::internal_user("loop_directive", directive(call.tool))));
+                if let Some(tool) = &self.directive_tool {
+                    decisions.push(Decision::ForceToolChoice(ToolChoice::Named(tool.clone())));
+                }
+            }
+            Level::AskHuman => match &view.config.guardrails.ask_human_tool {
+                Some(ask) => {
+                    decisions.push(Decision::Inject(Message::internal_user(
+                        "loop_ask_human",
+                        ask_human(call.tool, ask),
+                    )));
+                    decisions.push(Decision::ForceToolChoice(ToolChoice::Named(ask.clone())));
+                }
+                None => decisions.push(Decision::Stop(StopCause::LoopDetected {
+                    detector: detection.detector.to_owned(),
+                    detail: format!(
+                        "{} loop on `{}` and no ask_human tool to escalate to",
+                        detection.tier, call.tool
+                    ),
+                    evidence: None,
+                })),
+            },
+        }
+        decisions
+    }
+}
+
+impl Guard for LoopGuard {
+    fn name(&self) -> &str {
+        LOOP_GUARD
+    }
+
+    fn after_tools(
+        &mut self,
+        view: &TurnView<'_>,
+        calls: &[ToolCall],
+        results: &[ToolResult],
+    ) -> Vec<Decision> {
+        let mut decisions = Vec::new();
+        // The step's signature (for the backstop), built from the same per-call signatures.
+        let mut step = Fnv64::default();
+        let mut first_watched: Option<&str> = None;
+        for (call, result) in calls.iter().zip(results) {
+            let index = self.counters.calls_seen;
+            self.counters.calls_seen += 1;
+            if self.polling.iter().any(|p| p == &call.name) {
+                continue;
+            }
+            let signature = CallSignature::of(&call.name, &call.arguments);
+            step.write(&signature.call.to_le_bytes());
+            first_watched.get_or_insert(call.name.as_str());
+            let observed = Observed {
+                index,
+                tool: &call.name,
+                signature,
+                observation: observation_fingerprint(&result.content),
+                is_error: result.is_error,
+            };
+            let detections: Vec<Detection> =
+                self.detectors.iter_mut().filter_map(|d| d.observe(&observed)).collect();
+            let strongest = detections.iter().max_by_key(|d| d.cap);
+            match strongest {
+                Some(detection) => {
+                    if let Some(level) = self.ladder.on_detection(index, detection.cap) {
+                        decisions.extend(self.climb(view, level, detection, &observed));
+                    }
+                }
+                None => {
+                    self.ladder.on_quiet_call();
+                }
+            }
+        }
+        // The backstop: the same whole step again and again, whatever the ladder said.
+        if let (Some(first_tool), true) = (first_watched, self.consecutive_stop > 0) {
+            let step = step.finish();
+            if self.counters.last_step == Some(step) {
+                self.counters.consecutive_steps += 1;
+            } else {
+                self.counters.last_step = Some(step);
+                self.counters.consecutive_steps = 1;
+            }
+            if self.counters.consecutive_steps >= self.consecutive_stop {
+                let tool = first_tool.to_owned();
+                let count = self.counters.consecutive_steps;
+                decisions.push(Decision::Emit(Event::LoopDetected {
+                    call_index: self.counters.calls_seen.saturating_sub(1),
+                    detector: "consecutive_steps".into(),
+                    tier: "identical_steps".into(),
+                    tool: tool.clone(),
+                    level: "stop".into(),
+                }));
+                decisions.push(Decision::Stop(StopCause::LoopDetected {
+                    detector: "consecutive_steps".into(),
+                    detail: format!("the same step on `{tool}` {count} times in a row"),
+                    evidence: None,
+                }));
+            }
+        }
+        decisions
+    }
+
+    fn on_user_turn(&mut self) {
+        if self.reset_on_user_turn {
+            self.ladder.reset();
+            self.counters.last_step = None;
+            self.counters.consecutive_steps = 0;
+            for detector in &mut self.detectors {
+                detector.reset();
+            }
+        }
+    }
+
+    fn save_state(&self) -> serde_json::Value {
+        let state = SavedState {
+            counters: self.counters.clone(),
+            ladder: self.ladder.clone(),
+            detectors: self.detectors.iter().map(|d| (d.name().to_owned(), d.save_state())).collect(),
+        };
+        serde_json::to_value(state).unwrap_or_default()
+    }
+
+    fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
+        let mut saved: SavedState =
+            serde_json::from_value(state).map_err(|e| GuardStateError::from_serde(LOOP_GUARD, e))?;
+        for detector in &mut self.detectors {
+            if let Some(state) = saved.detectors.remove(detector.name()) {
+                detector.load_state(state)?;
+            }
+        }
+        self.counters = saved.counters;
+        self.ladder = saved.ladder;
+        Ok(())
+    }
+}

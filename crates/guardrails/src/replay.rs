@@ -1,0 +1,241 @@
+//! Offline replay (B5): recorded conversations through the same guard stack a live run uses,
+//! with tool results taken from the log. This is what `looprail audit` runs.
+
+use looprail_loop_core::config::LoopConfig;
+use looprail_loop_core::event::Event;
+use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
+use looprail_loop_core::message::{Message, Role, ToolCall, ToolResult};
+use looprail_loop_core::outcome::StopCause;
+use looprail_loop_core::provider::{ModelResponse, StopReason};
+use looprail_loop_core::tool::ToolChoice;
+use serde::{Deserialize, Serialize};
+
+/// Decides which logged tool results are errors (real logs carry no flag).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ErrorPatterns {
+    /// A result starting with one of these (after leading whitespace) is an error.
+    pub prefixes: Vec<String>,
+    /// A result containing one of these is an error.
+    pub contains: Vec<String>,
+}
+
+impl Default for ErrorPatterns {
+    fn default() -> Self {
+        let owned = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
+        Self {
+            prefixes: owned(&["Error", "error:", "ERROR", "Exception", "Traceback"]),
+            contains: owned(&[
+                "No such file or directory",
+                "command not found",
+                "Permission denied",
+                "Traceback (most recent call last)",
+                "not found",
+            ]),
+        }
+    }
+}
+
+impl ErrorPatterns {
+    /// True when `text` reads as an error.
+    pub fn is_error(&self, text: &str) -> bool {
+        let trimmed = text.trim_start();
+        self.prefixes.iter().any(|p| trimmed.starts_with(p.as_str()))
+            || self.contains.iter().any(|c| text.contains(c.as_str()))
+    }
+
+    /// Sets `is_error` on every tool result of `messages` by these patterns.
+    pub fn classify(&self, messages: &mut [Message]) {
+        for message in messages.iter_mut().filter(|m| m.role == Role::Tool) {
+            for part in &mut message.content {
+                if let looprail_loop_core::message::ContentPart::ToolResult(result) = part {
+                    result.is_error = self.is_error(&result.content);
+                }
+            }
+        }
+    }
+}
+
+/// One guard event at a tool call, as the audit reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayEvent {
+    /// 0-based index over the run of the tool call at which it fired.
+    pub call_index: u64,
+    /// The stable event name (`agent.loop.detected`, `agent.guardrail.intervened`).
+    pub event: String,
+    /// The detector or guard.
+    pub detector: String,
+    /// `nudge`, `directive`, `ask_human`, `hint`, `abort`, `stop` or `reflection`.
+    pub level: String,
+    /// The tool involved.
+    pub tool: String,
+}
+
+/// What a live run with this stack would have done on a recorded run.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReplayReport {
+    /// Tool calls in the log.
+    pub tool_calls: u64,
+    /// Guard events in order.
+    pub events: Vec<ReplayEvent>,
+    /// The call index at which the run would have been stopped or handed to a human.
+    pub stopped_at: Option<u64>,
+    /// Why: `ask_human` or `loop_detected:<detector>` or another stop cause.
+    pub stop_reason: Option<String>,
+}
+
+fn results_for(messages: &[Message], start: usize, calls: &[ToolCall]) -> Vec<ToolResult> {
+    let following: Vec<&ToolResult> = messages[start..]
+        .iter()
+        .take_while(|m| m.role == Role::Tool)
+        .flat_map(Message::tool_results)
+        .collect();
+    calls
+        .iter()
+        .map(|call| {
+            following
+                .iter()
+                .find(|r| r.call_id == call.id)
+                .map_or_else(|| ToolResult::ok(&call.id, ""), |r| (*r).clone())
+        })
+        .collect()
+}
+
+struct Replayer<'a> {
+    report: ReplayReport,
+    calls: &'a [ToolCall],
+    first_index: u64,
+}
+
+impl Replayer<'_> {
+    fn last(&self) -> (u64, String) {
+        let n = self.calls.len() as u64;
+        (
+            self.first_index + n.saturating_sub(1),
+            self.calls.last().map(|c| c.name.clone()).unwrap_or_default(),
+        )
+    }
+
+    /// Records decisions; returns true when the run would stop here.
+    fn take(&mut self, decisions: Vec<Decision>, ask_tool: Option<&str>) -> bool {
+        for decision in decisions {
+            match decision {
+                Decision::Emit(Event::LoopDetected { call_index, detector, tool, level, .. }) => {
+                    self.report.events.push(ReplayEvent {
+                        call_index,
+                        event: "agent.loop.detected".into(),
+                        detector,
+                        level,
+                        tool,
+                    });
+                }
+                Decision::Emit(Event::GuardIntervened { guard, action }) => {
+                    let (call_index, tool) = self.last();
+                    let level = if action == "reflection" { action } else { "nudge".to_owned() };
+                    self.report.events.push(ReplayEvent {
+                        call_index,
+                        event: "agent.guardrail.intervened".into(),
+                        detector: guard,
+                        level,
+                        tool,
+                    });
+                }
+                Decision::ForceToolChoice(ToolChoice::Named(name)) if Some(name.as_str()) == ask_tool => {
+                    let at = self.report.events.last().map_or_else(|| self.last().0, |e| e.call_index);
+                    self.report.stopped_at = Some(at);
+                    self.report.stop_reason = Some("ask_human".into());
+                    return true;
+                }
+                Decision::Stop(cause) => {
+                    let at = self.report.events.last().map_or_else(|| self.last().0, |e| e.call_index);
+                    self.report.stopped_at = Some(at);
+                    self.report.stop_reason = Some(match cause {
+                        StopCause::LoopDetected { detector, .. } => format!("loop_detected:{detector}"),
+                        other => other.describe(),
+                    });
+                    return true;
+                }
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
+/// Replays `messages` through `guards` and reports where they would have intervened. Tool
+/// results must already carry their error flags (see [`ErrorPatterns::classify`]). A user
+/// message after the first starts a new user turn, as in a live conversation.
+pub fn replay(messages: &[Message], guards: &mut [Box<dyn Guard>], config: &LoopConfig) -> ReplayReport {
+    let mut counters = Counters { user_turns: 1, ..Counters::default() };
+    let mut report = ReplayReport::default();
+    let mut seen_user = false;
+    let ask_tool = config.guardrails.ask_human_tool.as_deref();
+    for (i, message) in messages.iter().enumerate() {
+        match message.role {
+            Role::User if !message.is_internal() => {
+                if seen_user {
+                    counters.user_turns += 1;
+                    guards.iter_mut().for_each(|g| g.on_user_turn());
+                }
+                seen_user = true;
+            }
+            Role::Assistant => {
+                let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+                counters.turns += 1;
+                if calls.is_empty() {
+                    continue;
+                }
+                let results = results_for(messages, i + 1, &calls);
+                let response = ModelResponse {
+                    text: message.joined_text(),
+                    tool_calls: calls.clone(),
+                    stop_reason: StopReason::ToolUse,
+                    usage: None,
+                    model: String::new(),
+                };
+                let mut replayer = Replayer {
+                    report: std::mem::take(&mut report),
+                    calls: &calls,
+                    first_index: counters.tool_calls.into(),
+                };
+                counters.tool_calls =
+                    counters.tool_calls.saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+                let view = TurnView {
+                    counters: &counters,
+                    messages: &messages[..=i],
+                    config,
+                    elapsed: Default::default(),
+                };
+                let mut stopped = false;
+                for guard in guards.iter_mut() {
+                    stopped |= replayer.take(guard.after_response(&view, &response), ask_tool);
+                }
+                // A hint (ReplaceResult) is recorded through its own LoopDetected event; the
+                // logged result is still fed below, as the log is all there is.
+                for guard in guards.iter_mut() {
+                    stopped |= replayer.take(guard.before_tools(&view, &calls), ask_tool);
+                }
+                if !stopped {
+                    let answered = messages[i + 1..].iter().take_while(|m| m.role == Role::Tool).count();
+                    let view = TurnView {
+                        counters: &counters,
+                        messages: &messages[..=i + answered],
+                        config,
+                        elapsed: Default::default(),
+                    };
+                    for guard in guards.iter_mut() {
+                        stopped |= replayer.take(guard.after_tools(&view, &calls, &results), ask_tool);
+                    }
+                }
+                report = replayer.report;
+                if stopped {
+                    report.tool_calls = messages.iter().flat_map(Message::tool_calls).count() as u64;
+                    return report;
+                }
+            }
+            _ => {}
+        }
+    }
+    report.tool_calls = counters.tool_calls.into();
+    report
+}

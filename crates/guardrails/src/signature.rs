@@ -1,0 +1,481 @@
+//! Call signatures (B1) and observation fingerprints (B4).
+//!
+//! A signature is the tool name plus the arguments as canonical JSON (object keys sorted, no
+//! whitespace, string values truncated at 200 characters), hashed to 64 bits so windows hold
+//! integers, not strings. Key order and whitespace never change a signature.
+
+use serde_json::Value;
+
+/// String argument values longer than this many characters are truncated before hashing (F15).
+pub const VALUE_TRUNCATION: usize = 200;
+
+/// A stable 64-bit hasher that takes input eight bytes at a time (deterministic across
+/// processes and versions, unlike `std`'s, so hashes can be saved with a run). Not for
+/// anything adversarial.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fnv64 {
+    state: u64,
+    lane: u64,
+    buffer: u64,
+    filled: u32,
+    length: u64,
+}
+
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Fnv64 {
+    #[inline]
+    fn absorb(&mut self, word: u64) {
+        self.state = (self.state ^ word).wrapping_mul(MIX).rotate_left(29);
+    }
+
+    /// Feeds one byte.
+    #[inline]
+    pub fn write_byte(&mut self, byte: u8) {
+        self.buffer |= u64::from(byte) << (8 * self.filled);
+        self.filled += 1;
+        self.length += 1;
+        if self.filled == 8 {
+            let word = self.buffer;
+            self.absorb(word);
+            self.buffer = 0;
+            self.filled = 0;
+        }
+    }
+
+    /// Feeds bytes.
+    #[inline]
+    pub fn write(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while self.filled != 0 {
+            let Some((first, tail)) = rest.split_first() else { return };
+            self.write_byte(*first);
+            rest = tail;
+        }
+        // Two independent lanes over 16-byte blocks, so the multiplies overlap.
+        let mut blocks = rest.chunks_exact(16);
+        let mut lane = self.lane;
+        for block in &mut blocks {
+            let mut a = [0u8; 8];
+            let mut b = [0u8; 8];
+            a.copy_from_slice(&block[..8]);
+            b.copy_from_slice(&block[8..]);
+            self.state = (self.state ^ u64::from_le_bytes(a)).wrapping_mul(MIX).rotate_left(29);
+            lane = (lane ^ u64::from_le_bytes(b)).wrapping_mul(MIX).rotate_left(31);
+        }
+        self.lane = lane;
+        let block_bytes = rest.len() - blocks.remainder().len();
+        self.length += block_bytes as u64;
+        for byte in blocks.remainder() {
+            self.write_byte(*byte);
+        }
+    }
+
+    /// The hash so far.
+    pub fn finish(self) -> u64 {
+        let mut h = self;
+        let (buffer, length) = (h.buffer, h.length);
+        h.absorb(buffer ^ (u64::from(h.filled) << 59));
+        h.absorb(length);
+        let lane = h.lane;
+        h.absorb(lane);
+        let mut z = h.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Hashes one string.
+pub fn hash_str(text: &str) -> u64 {
+    let mut h = Fnv64::default();
+    h.write(text.as_bytes());
+    h.finish()
+}
+
+/// Writes `value` as canonical JSON into `out`: sorted keys, no whitespace, long strings cut.
+pub fn canonical_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(v) = map.get(key) {
+                    canonical_json(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => {
+            let cut = s.char_indices().nth(VALUE_TRUNCATION).map_or(s.as_str(), |(i, _)| &s[..i]);
+            out.push_str(&Value::String(cut.to_owned()).to_string());
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// An object's entries, borrowed from the text, in document order.
+struct Entries<'a>(Vec<(&'a str, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Entries<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(entry) = map.next_entry::<&'de str, &'de serde_json::value::RawValue>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+/// Feeds the canonical JSON of `raw` to `h` straight from the text, borrowing keys and values.
+/// Returns false (having fed a partial hash) when the text needs the allocating path: it is not
+/// JSON, or a key or string holds escapes.
+fn hash_raw(raw: &str, h: &mut Fnv64) -> bool {
+    use serde_json::value::RawValue;
+    let raw = raw.trim();
+    match raw.as_bytes().first() {
+        Some(b'{') => {
+            let Ok(Entries(mut entries)) = serde_json::from_str::<Entries<'_>>(raw) else {
+                return false;
+            };
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            h.write_byte(b'{');
+            for (i, (key, value)) in entries.iter().enumerate() {
+                if i > 0 {
+                    h.write_byte(b',');
+                }
+                h.write_byte(b'"');
+                h.write(key.as_bytes());
+                h.write_byte(b'"');
+                h.write_byte(b':');
+                if !hash_raw(value.get(), h) {
+                    return false;
+                }
+            }
+            h.write_byte(b'}');
+            true
+        }
+        Some(b'[') => {
+            let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(raw) else { return false };
+            h.write_byte(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    h.write_byte(b',');
+                }
+                if !hash_raw(item.get(), h) {
+                    return false;
+                }
+            }
+            h.write_byte(b']');
+            true
+        }
+        Some(b'"') => {
+            let inner = &raw[1..raw.len().saturating_sub(1).max(1)];
+            if inner.contains('\\') || !raw.ends_with('"') || raw.len() < 2 {
+                return false;
+            }
+            let cut = inner.char_indices().nth(VALUE_TRUNCATION).map_or(inner, |(i, _)| &inner[..i]);
+            h.write_byte(b'"');
+            h.write(cut.as_bytes());
+            h.write_byte(b'"');
+            true
+        }
+        // A number, `true`, `false` or `null`, as written (RawValue has checked it).
+        Some(_) => {
+            h.write(raw.as_bytes());
+            true
+        }
+        None => true,
+    }
+}
+
+/// Feeds `value`'s canonical JSON to `h` without building the text (same bytes as
+/// [`canonical_json`]).
+fn hash_canonical(value: &Value, h: &mut Fnv64) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            h.write_byte(b'{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    h.write_byte(b',');
+                }
+                write_json_string(key, h);
+                h.write_byte(b':');
+                if let Some(v) = map.get(key) {
+                    hash_canonical(v, h);
+                }
+            }
+            h.write_byte(b'}');
+        }
+        Value::Array(items) => {
+            h.write_byte(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    h.write_byte(b',');
+                }
+                hash_canonical(item, h);
+            }
+            h.write_byte(b']');
+        }
+        Value::String(s) => {
+            let cut = s.char_indices().nth(VALUE_TRUNCATION).map_or(s.as_str(), |(i, _)| &s[..i]);
+            write_json_string(cut, h);
+        }
+        other => h.write(other.to_string().as_bytes()),
+    }
+}
+
+/// Feeds a JSON string literal; plain strings (the common case) go straight through.
+fn write_json_string(s: &str, h: &mut Fnv64) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f) {
+        h.write_byte(b'"');
+        h.write(s.as_bytes());
+        h.write_byte(b'"');
+    } else {
+        h.write(Value::String(s.to_owned()).to_string().as_bytes());
+    }
+}
+
+/// The canonical form of a raw arguments text; text that is not JSON is used as it is, with
+/// surrounding whitespace trimmed.
+pub fn canonical_arguments(raw: &str) -> String {
+    match serde_json::from_str::<Value>(raw.trim()) {
+        Ok(value) => {
+            let mut out = String::with_capacity(raw.len());
+            canonical_json(&value, &mut out);
+            out
+        }
+        Err(_) => raw.trim().to_owned(),
+    }
+}
+
+/// One tool call reduced to what detectors compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct CallSignature {
+    /// Hash of the tool name.
+    pub tool: u64,
+    /// Hash of the tool name and canonical arguments.
+    pub call: u64,
+}
+
+impl CallSignature {
+    /// The signature of a call.
+    pub fn of(tool: &str, raw_arguments: &str) -> Self {
+        let mut h = Fnv64::default();
+        h.write(tool.as_bytes());
+        h.write_byte(0);
+        let raw = raw_arguments.trim();
+        if !hash_raw(raw, &mut h) {
+            // Escaped keys or strings: take the slow, allocating path.
+            let mut h2 = Fnv64::default();
+            h2.write(tool.as_bytes());
+            h2.write_byte(0);
+            match serde_json::from_str::<Value>(raw) {
+                Ok(value) => hash_canonical(&value, &mut h2),
+                Err(_) => h2.write(raw.as_bytes()),
+            }
+            h = h2;
+        }
+        Self { tool: hash_str(tool), call: h.finish() }
+    }
+}
+
+/// Byte classes for the fingerprint scanner.
+const OTHER: u8 = 0;
+const DECIMAL: u8 = 1;
+const HEX_LETTER: u8 = 2;
+const WORD: u8 = 3;
+
+const CLASSES: [u8; 256] = {
+    let mut table = [OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = if c.is_ascii_digit() {
+            DECIMAL
+        } else if matches!(c, b'a'..=b'f' | b'A'..=b'F') {
+            HEX_LETTER
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            WORD
+        } else {
+            OTHER
+        };
+        b += 1;
+    }
+    table
+};
+
+/// A fingerprint of a tool result with volatile numbers masked (B4): every run of decimal
+/// digits (line numbers, PIDs, ports, timestamps, durations) and every word made only of hex
+/// digits with a digit in it (`0x7f3a`, a commit hash) counts as the same token, so two results
+/// that differ only there are the same observation. Other words stay as they are.
+pub fn observation_fingerprint(text: &str) -> u64 {
+    let all = text.as_bytes();
+    if all.len() <= FINGERPRINT_HEAD + FINGERPRINT_TAIL {
+        return fingerprint_bytes(all);
+    }
+    // Long output: its head, its tail and its size class (cut at word boundaries so a number
+    // split by the cut is still masked as a whole).
+    let mut head_end = FINGERPRINT_HEAD;
+    while head_end < all.len() && CLASSES[all[head_end] as usize] != OTHER {
+        head_end += 1;
+    }
+    let mut tail_start = all.len() - FINGERPRINT_TAIL;
+    while tail_start > head_end && CLASSES[all[tail_start - 1] as usize] != OTHER {
+        tail_start -= 1;
+    }
+    let mut h = Fnv64::default();
+    h.write(&fingerprint_bytes(&all[..head_end]).to_le_bytes());
+    h.write(&fingerprint_bytes(&all[tail_start..]).to_le_bytes());
+    h.write(&((all.len() / 256) as u64).to_le_bytes());
+    h.finish()
+}
+
+/// Bytes read from the start of a long output for its fingerprint.
+pub const FINGERPRINT_HEAD: usize = 1024;
+/// Bytes read from the end of a long output for its fingerprint.
+pub const FINGERPRINT_TAIL: usize = 256;
+
+fn fingerprint_bytes(bytes: &[u8]) -> u64 {
+    // Normalise into one buffer (unchanged spans are memcpy'd), then hash it in one pass.
+    let mut normal = Vec::with_capacity(bytes.len());
+    let mut raw_from = 0;
+    let mut at = 0;
+    while let Some(digit) = next_digit(bytes, at) {
+        let mut start = digit;
+        while start > raw_from && CLASSES[bytes[start - 1] as usize] != OTHER {
+            start -= 1;
+        }
+        let mut end = digit;
+        while end < bytes.len() && CLASSES[bytes[end] as usize] != OTHER {
+            end += 1;
+        }
+        normal.extend_from_slice(&bytes[raw_from..start]);
+        write_masked_word(&bytes[start..end], &mut normal);
+        raw_from = end;
+        at = end;
+    }
+    normal.extend_from_slice(&bytes[raw_from..]);
+    let mut h = Fnv64::default();
+    h.write(&normal);
+    h.finish()
+}
+
+/// The index of the first ASCII digit at or after `from`, checking 16 bytes at a time without
+/// branches (the compiler vectorises the inner fold).
+fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 16 <= bytes.len() {
+        let chunk = &bytes[i..i + 16];
+        if chunk.iter().fold(false, |any, b| any | (b.wrapping_sub(b'0') < 10)) {
+            return chunk.iter().position(u8::is_ascii_digit).map(|p| i + p);
+        }
+        i += 16;
+    }
+    bytes[i.min(bytes.len())..].iter().position(u8::is_ascii_digit).map(|p| i + p)
+}
+
+/// Writes a word that holds a digit: `#` for a number or a hex id, otherwise the word with each
+/// run of digits replaced by `#` (`T10`, `v2`, `utf8`).
+fn write_masked_word(word: &[u8], out: &mut Vec<u8>) {
+    let hex_only = word.iter().all(|b| CLASSES[*b as usize] != WORD);
+    let hex_prefixed = word.len() > 1 && word[0] == b'0' && (word[1] == b'x' || word[1] == b'X');
+    if hex_only || hex_prefixed {
+        out.push(b'#');
+        return;
+    }
+    let mut in_digits = false;
+    for &b in word {
+        if b.is_ascii_digit() {
+            if !in_digits {
+                out.push(b'#');
+            }
+            in_digits = true;
+        } else {
+            out.push(b);
+            in_digits = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_order_and_whitespace_do_not_change_a_signature() {
+        let a = CallSignature::of("grep", r#"{"pattern": "x", "path": "src"}"#);
+        let b = CallSignature::of("grep", "{\"path\":\"src\",\n \"pattern\":\"x\"}");
+        assert_eq!(a, b);
+        assert_ne!(a, CallSignature::of("grep", r#"{"pattern": "y", "path": "src"}"#));
+        assert_ne!(a.call, CallSignature::of("find", r#"{"pattern": "x", "path": "src"}"#).call);
+    }
+
+    #[test]
+    fn long_values_are_compared_on_their_first_200_characters() {
+        let long_a = format!("{}A", "x".repeat(200));
+        let long_b = format!("{}B", "x".repeat(200));
+        let a = CallSignature::of("write", &serde_json::json!({ "text": long_a }).to_string());
+        let b = CallSignature::of("write", &serde_json::json!({ "text": long_b }).to_string());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn long_outputs_compare_by_head_tail_and_size_class() {
+        let body = |middle: &str, n: u32| {
+            format!("{}{middle}{}", "header line 1\n".repeat(100), format!("exit code {n}\n").repeat(30))
+        };
+        let a = body(&"x".repeat(500), 1);
+        let b = body(&"y".repeat(500), 2);
+        assert_eq!(observation_fingerprint(&a), observation_fingerprint(&b), "same ends, same size");
+        let c = body(&"y".repeat(900), 2);
+        assert_ne!(observation_fingerprint(&a), observation_fingerprint(&c), "another size class");
+        let d = format!("{}{}", "footer text\n".repeat(120), &a[1400..]);
+        assert_ne!(observation_fingerprint(&a), observation_fingerprint(&d), "another head");
+    }
+
+    #[test]
+    fn volatile_numbers_do_not_hide_a_repeated_observation() {
+        let a = observation_fingerprint(
+            "Error: line 42: syntax error near `fi' (pid 3121) at 2024-05-01T10:00:00",
+        );
+        let b =
+            observation_fingerprint("Error: line 57: syntax error near `fi' (pid 9) at 2024-06-11T09:13:22");
+        assert_eq!(a, b);
+        assert_eq!(
+            observation_fingerprint("commit 3f9a2c1d ok"),
+            observation_fingerprint("commit 77e0b21 ok")
+        );
+        assert_ne!(observation_fingerprint("file not found"), observation_fingerprint("permission denied"));
+        // Words with hex letters stay words.
+        assert_ne!(observation_fingerprint("added 3 beds"), observation_fingerprint("added 3 faced"));
+    }
+}
