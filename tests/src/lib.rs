@@ -162,3 +162,7 @@ pub mod trajectories {
         Some(Recording { path: path.to_path_buf(), messages, meta })
     }
 }
+
+#[doc = include_str!("../../docs/guardrails.md")]
+#[cfg(doctest)]
+pub struct GuardrailsGuideDoctests;

@@ -2,7 +2,7 @@
 //!
 //! - `ci`: what `.ci/run` runs: fmt check, clippy with warnings denied, rustdoc with warnings
 //!   denied, and the tests.
-//! - `bench`: every crate's benchmarks, then one table of figures against their targets.
+//! - `bench`: every crate's benchmarks, then one table of median figures against their targets.
 //!
 //! `deny`, `release` and `docs` are tracked by issue 10.
 
@@ -26,27 +26,56 @@ fn ci() -> Result<(), String> {
     cargo(&["test", "--workspace"], &[])
 }
 
-/// A benchmark figure and its target, parsed from divan's output.
+/// A benchmark: the package and bench target that produce it.
+const BENCHES: &[(&str, &str, &[&str])] = &[
+    ("looprail-loop-core", "engine_turn", &["--features", "testkit"]),
+    ("looprail-guardrails", "observe_call", &[]),
+];
+
+/// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.
 struct Figure {
     name: &'static str,
-    bench: (&'static str, &'static str, &'static str),
+    path: &'static str,
+    limit_ns: f64,
     target: &'static str,
-    check: fn(f64) -> bool,
 }
 
 const FIGURES: &[Figure] = &[
     Figure {
-        name: "engine turn, 100-message history (median)",
-        bench: ("looprail-loop-core", "engine_turn", "├─ 100 "),
+        name: "engine turn, 100-message history",
+        path: "engine_turn/turn/100",
+        limit_ns: 10_000.0,
         target: "< 10 µs",
-        check: |ns| ns < 10_000.0,
     },
     Figure {
-        name: "engine turn, 10,000-message history (median)",
-        bench: ("looprail-loop-core", "engine_turn", "╰─ 10000 "),
+        name: "engine turn, 10,000-message history",
+        path: "engine_turn/turn/10000",
+        limit_ns: 10_000.0,
         target: "< 10 µs",
-        check: |ns| ns < 10_000.0,
     },
+    Figure {
+        name: "guardrails per call, after 100 calls",
+        path: "observe_call/default_stack_per_call/100",
+        limit_ns: 2_000.0,
+        target: "<= 2 µs",
+    },
+    Figure {
+        name: "guardrails per call, after 10,000 calls",
+        path: "observe_call/default_stack_per_call/10000",
+        limit_ns: 2_000.0,
+        target: "<= 2 µs",
+    },
+];
+
+/// Ratios that show a cost does not grow with history: (name, larger, smaller, limit).
+const RATIOS: &[(&str, &str, &str, f64)] = &[
+    ("engine turn, 10,000 vs 100 messages", "engine_turn/turn/10000", "engine_turn/turn/100", 1.5),
+    (
+        "guardrails, 10,000 vs 100 earlier calls",
+        "observe_call/default_stack_per_call/10000",
+        "observe_call/default_stack_per_call/100",
+        1.5,
+    ),
 ];
 
 /// Parses a divan duration such as `1.37 µs` into nanoseconds.
@@ -63,33 +92,51 @@ fn parse_duration(text: &str) -> Option<f64> {
     Some(value * scale)
 }
 
-fn bench() -> Result<(), String> {
-    eprintln!("$ cargo bench -p looprail-loop-core --features testkit --bench engine_turn");
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
-        .args(["bench", "-p", "looprail-loop-core", "--features", "testkit", "--bench", "engine_turn"])
-        .output()
-        .map_err(|e| format!("cannot start cargo: {e}"))?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    print!("{text}");
-    if !output.status.success() {
-        return Err(format!("benchmarks failed:\n{}", String::from_utf8_lossy(&output.stderr)));
-    }
-    // The steady-state `turn` group comes last in divan's alphabetical listing.
-    let turn_section = text.split("╰─ turn").nth(1).unwrap_or_default();
-    println!("\n{:<48} {:>12} {:>10} {:>6}", "figure", "value", "target", "result");
-    let mut failed = 0;
+/// Reads divan's tree into (`bench/group/arg`, median ns) pairs.
+fn parse_divan(bench: &str, output: &str) -> Vec<(String, f64)> {
     let mut medians = Vec::new();
+    let mut stack: Vec<String> = Vec::new();
+    for line in output.lines() {
+        let Some(glyph) = line.find("├─").or_else(|| line.find("╰─")) else { continue };
+        let depth = line[..glyph].chars().count() / 3;
+        let columns: Vec<&str> = line[glyph + "├─".len()..].split('│').collect();
+        let name = columns[0].split_whitespace().next().unwrap_or_default().to_owned();
+        stack.truncate(depth);
+        stack.push(name);
+        if let Some(median) = columns.get(3).and_then(|c| parse_duration(c)) {
+            medians.push((format!("{bench}/{}", stack.join("/")), median));
+        }
+    }
+    medians
+}
+
+fn bench() -> Result<(), String> {
+    let mut medians = Vec::new();
+    for (package, bench, extra) in BENCHES {
+        let mut args = vec!["bench", "-p", package, "--bench", bench];
+        args.extend_from_slice(extra);
+        eprintln!("$ cargo {}", args.join(" "));
+        let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+            .args(&args)
+            .output()
+            .map_err(|e| format!("cannot start cargo: {e}"))?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        print!("{text}");
+        if !output.status.success() {
+            return Err(format!("{bench} failed:\n{}", String::from_utf8_lossy(&output.stderr)));
+        }
+        medians.extend(parse_divan(bench, &text));
+    }
+    let find = |path: &str| medians.iter().find(|(p, _)| p == path).map(|(_, v)| *v);
+    println!("\n{:<44} {:>12} {:>10} {:>6}", "figure (median)", "value", "target", "result");
+    let mut failed = 0;
     for figure in FIGURES {
-        let line = turn_section.lines().find(|l| l.trim_start().starts_with(figure.bench.2.trim_end()));
-        // columns: name │ fastest │ slowest │ median │ mean │ samples │ iters
-        let median = line.and_then(|l| l.split('│').nth(2)).and_then(parse_duration);
-        match median {
+        match find(figure.path) {
             Some(ns) => {
-                let pass = (figure.check)(ns);
+                let pass = ns <= figure.limit_ns;
                 failed += usize::from(!pass);
-                medians.push(ns);
                 println!(
-                    "{:<48} {:>9.2} µs {:>10} {:>6}",
+                    "{:<44} {:>9.2} µs {:>10} {:>6}",
                     figure.name,
                     ns / 1e3,
                     figure.target,
@@ -98,21 +145,29 @@ fn bench() -> Result<(), String> {
             }
             None => {
                 failed += 1;
-                println!("{:<48} {:>12} {:>10} {:>6}", figure.name, "missing", figure.target, "FAIL");
+                println!("{:<44} {:>12} {:>10} {:>6}", figure.name, "missing", figure.target, "FAIL");
             }
         }
     }
-    if let [small, large] = medians[..] {
-        let ratio = large / small;
-        let pass = ratio <= 1.5;
-        failed += usize::from(!pass);
-        println!(
-            "{:<48} {:>11.2}x {:>10} {:>6}",
-            "10,000 vs 100 messages",
-            ratio,
-            "<= 1.5x",
-            if pass { "pass" } else { "FAIL" }
-        );
+    for (name, large, small, limit) in RATIOS {
+        match (find(large), find(small)) {
+            (Some(l), Some(s)) => {
+                let ratio = l / s;
+                let pass = ratio <= *limit;
+                failed += usize::from(!pass);
+                println!(
+                    "{:<44} {:>11.2}x {:>9}x {:>6}",
+                    name,
+                    ratio,
+                    format!("<= {limit}"),
+                    if pass { "pass" } else { "FAIL" }
+                );
+            }
+            _ => {
+                failed += 1;
+                println!("{:<44} {:>12} {:>10} {:>6}", name, "missing", "", "FAIL");
+            }
+        }
     }
     if failed == 0 { Ok(()) } else { Err(format!("{failed} figure(s) missed their target")) }
 }

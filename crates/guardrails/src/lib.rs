@@ -1,6 +1,6 @@
 //! Loop detection and the escalation ladder for looprail agent loops.
 //!
-//! Every detector is a [`Guard`](looprail_loop_core::Guard) on the loop-core seam or a
+//! Every detector is a [`Guard`] on the loop-core seam or a
 //! [`Detector`] feeding one, usable alone:
 //!
 //! | behaviour | type |
@@ -49,6 +49,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use looprail_loop_core::Guard;
+
 mod config;
 mod consecutive_steps;
 mod detection;
@@ -68,8 +70,6 @@ pub use error_streak::ErrorStreak;
 pub use ladder::{EscalationLadder, Level};
 pub use loop_guard::{LOOP_GUARD, LoopGuard};
 pub use repeat_counter::{FLAG_LOOP_DETECTED, RepeatCounter};
-
-use looprail_loop_core::Guard;
 
 /// The default stack: [`LoopGuard`], [`ErrorStreak`] (when `error_streak > 0`) and the
 /// [`RepeatCounter`] when configured.

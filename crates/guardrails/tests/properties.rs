@@ -1,0 +1,157 @@
+//! Property tests of the detectors and the ladder (issue 5).
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use looprail_guardrails::{EscalationLadder, GuardrailsConfig, Level, LoopGuard, default_stack};
+use looprail_loop_core::config::LoopConfig;
+use looprail_loop_core::guard::{Counters, TurnView};
+use looprail_loop_core::prelude::*;
+use proptest::prelude::*;
+
+/// A call: tool index, argument values for keys k0..k3, result index.
+type Call = (u8, [u8; 4], u8);
+
+fn call_strategy() -> impl Strategy<Value = Call> {
+    (0u8..3, [0u8..3, 0u8..3, 0u8..3, 0u8..3], 0u8..3)
+}
+
+fn render(call: &Call, order: &[usize; 4], spaced: bool) -> (String, String, String) {
+    let (tool, values, out) = call;
+    let sep = if spaced { ", " } else { "," };
+    let body: Vec<String> =
+        order.iter().map(|k| format!("\"k{k}\":{}{}", if spaced { " " } else { "" }, values[*k])).collect();
+    (
+        format!("t{tool}"),
+        format!("{{{}}}", body.join(sep)),
+        format!("output {out} at line {}", values[0] as u32 * 17),
+    )
+}
+
+fn verdicts(guards: &mut [Box<dyn Guard>], calls: &[Call], order: &[usize; 4], spaced: bool) -> Vec<String> {
+    verdicts_from(guards, calls, order, spaced, 0)
+}
+
+/// Like `verdicts`, for calls that start at `first` in the run (call ids are run-wide).
+fn verdicts_from(
+    guards: &mut [Box<dyn Guard>],
+    calls: &[Call],
+    order: &[usize; 4],
+    spaced: bool,
+    first: usize,
+) -> Vec<String> {
+    let config = LoopConfig::default();
+    let counters = Counters::default();
+    let view = TurnView { counters: &counters, messages: &[], config: &config, elapsed: Default::default() };
+    let mut out = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        let (tool, args, output) = render(call, order, spaced);
+        let id = format!("c{}", first + i);
+        let c = ToolCall::new(&id, tool, args);
+        let r = ToolResult::ok(&id, output);
+        for guard in guards.iter_mut() {
+            for d in guard.before_tools(&view, std::slice::from_ref(&c)) {
+                out.push(format!("{i}:{d:?}"));
+            }
+            for d in guard.after_tools(&view, std::slice::from_ref(&c), std::slice::from_ref(&r)) {
+                out.push(format!("{i}:{d:?}"));
+            }
+        }
+    }
+    out
+}
+
+fn stack() -> Vec<Box<dyn Guard>> {
+    let config = GuardrailsConfig {
+        repeat_counter: Some(looprail_guardrails::RepeatCounterConfig::default()),
+        ..GuardrailsConfig::default()
+    };
+    default_stack(&config)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_detector_fires_without_a_repeated_call(n in 1usize..60) {
+        // Every call a different tool with different arguments and output.
+        let config = LoopConfig::default();
+        let counters = Counters::default();
+        let view = TurnView { counters: &counters, messages: &[], config: &config, elapsed: Default::default() };
+        let mut guards = stack();
+        for i in 0..n {
+            let c = ToolCall::new(format!("c{i}"), format!("tool_{i}"), format!("{{\"n\": {i}}}"));
+            let r = ToolResult::ok(format!("c{i}"), format!("result {i}"));
+            for g in &mut guards {
+                prop_assert!(g.before_tools(&view, std::slice::from_ref(&c)).is_empty());
+                prop_assert!(g.after_tools(&view, std::slice::from_ref(&c), std::slice::from_ref(&r)).is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn argument_key_order_and_whitespace_never_change_a_verdict(
+        calls in prop::collection::vec(call_strategy(), 1..50),
+        order in Just([0usize, 1, 2, 3]).prop_shuffle(),
+    ) {
+        let plain = verdicts(&mut stack(), &calls, &[0, 1, 2, 3], false);
+        let permuted = verdicts(&mut stack(), &calls, &order, true);
+        prop_assert_eq!(plain, permuted);
+    }
+
+    #[test]
+    fn the_ladder_never_skips_a_level(ops in prop::collection::vec((any::<bool>(), 0u8..4, 0u64..3), 1..200)) {
+        let mut ladder = EscalationLadder::new(2, 5);
+        let mut index = 0u64;
+        for (detect, cap, step) in ops {
+            let before = ladder.level();
+            index += step;
+            let cap = [Level::None, Level::Nudge, Level::Directive, Level::AskHuman][cap as usize];
+            if detect { ladder.on_detection(index, cap); } else { ladder.on_quiet_call(); }
+            let after = ladder.level();
+            let distance = (after as i32 - before as i32).abs();
+            prop_assert!(distance <= 1, "{:?} -> {:?}", before, after);
+            if detect { prop_assert!(after >= before); } else { prop_assert!(after <= before); }
+        }
+    }
+
+    #[test]
+    fn saved_state_restores_every_future_verdict(
+        calls in prop::collection::vec(call_strategy(), 2..60),
+        split in 0usize..60,
+    ) {
+        let split = split % calls.len();
+        let order = [0, 1, 2, 3];
+        let mut reference = stack();
+        let all = verdicts(&mut reference, &calls, &order, false);
+
+        let mut first = stack();
+        verdicts(&mut first, &calls[..split], &order, false);
+        let saved: Vec<serde_json::Value> = first.iter().map(|g| g.save_state()).collect();
+        let json = serde_json::to_string(&saved).unwrap();
+        let restored_states: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+        let mut second = stack();
+        for (guard, state) in second.iter_mut().zip(restored_states) {
+            guard.load_state(state).unwrap();
+        }
+        let tail = verdicts_from(&mut second, &calls[split..], &order, false, split);
+        // Verdicts carry their call index; shift the tail's to compare.
+        let expected: Vec<String> = all
+            .iter()
+            .filter_map(|v| {
+                let (i, rest) = v.split_once(':')?;
+                let i: usize = i.parse().ok()?;
+                (i >= split).then(|| format!("{}:{rest}", i - split))
+            })
+            .collect();
+        prop_assert_eq!(tail, expected);
+    }
+}
+
+#[test]
+fn loop_guard_state_survives_json() {
+    let mut guard = LoopGuard::new(&GuardrailsConfig::default());
+    let json = serde_json::to_string(&guard.save_state()).unwrap();
+    guard.load_state(serde_json::from_str(&json).unwrap()).unwrap();
+    assert!(guard.load_state(serde_json::json!({"ladder": 5})).is_err(), "corrupt state is a typed error");
+}
