@@ -30,6 +30,7 @@ fn ci() -> Result<(), String> {
 const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-loop-core", "engine_turn", &["--features", "testkit"]),
     ("looprail-guardrails", "observe_call", &[]),
+    ("looprail-rag-dedup", "seen_checks", &[]),
 ];
 
 /// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::{Action, Effect, EngineError, Input, MaxIterationsHandler, Run, StopAtCap, Tick};
 use crate::event::{Event, EventSink};
 use crate::executor::{ExecContext, ParallelExecutor, ToolExecutor};
+use crate::finalize::Finalizer;
 use crate::outcome::Outcome;
 use crate::provider::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StreamEvent};
 use crate::state::RunState;
@@ -36,6 +37,7 @@ pub struct Driver {
     store: Option<(Arc<dyn CheckpointStore>, String)>,
     events: EventSink,
     streaming: bool,
+    finalizer: Option<Arc<Finalizer>>,
 }
 
 impl std::fmt::Debug for Driver {
@@ -60,6 +62,7 @@ impl Driver {
             store: None,
             events: EventSink::none(),
             streaming: false,
+            finalizer: None,
         }
     }
 
@@ -102,6 +105,13 @@ impl Driver {
     #[must_use]
     pub fn streaming(mut self, on: bool) -> Self {
         self.streaming = on;
+        self
+    }
+
+    /// Runs output checks, structured output and citations once on every final outcome (F13).
+    #[must_use]
+    pub fn with_finalizer(mut self, finalizer: Arc<Finalizer>) -> Self {
+        self.finalizer = Some(finalizer);
         self
     }
 
@@ -153,7 +163,11 @@ impl Driver {
                 Action::MaxIterationsReached { count } => Input::IterationDecision(
                     self.iteration_handler.on_max_iterations(count, run.messages()).await,
                 ),
-                Action::Finish(outcome) => {
+                Action::Finish(mut outcome) => {
+                    // F13: once, after the loop; a rejection never re-enters it.
+                    if let Some(finalizer) = &self.finalizer {
+                        finalizer.finalize(&mut outcome);
+                    }
                     self.announce_end(&outcome);
                     return Ok(outcome);
                 }

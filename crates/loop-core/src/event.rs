@@ -81,6 +81,15 @@ pub enum Event {
         /// The error that caused it.
         cause: String,
     },
+    /// A retrieval result was deduplicated (F30).
+    ChunksDeduplicated {
+        /// The tool call.
+        call_id: String,
+        /// Chunks passed on to the model.
+        kept: u32,
+        /// Chunks dropped because the model had already seen them.
+        duplicates: u32,
+    },
     /// A loop detector fired (F15–F18, B3).
     LoopDetected {
         /// 0-based index, over the whole run, of the tool call at which it fired.
@@ -204,6 +213,7 @@ impl Event {
             Event::MaxTokensContinuation { .. } => "agent.max_tokens.continuation",
             Event::ToolCallRejected { .. } => "agent.tool.rejected",
             Event::ToolRetry { .. } => "agent.tool.retry",
+            Event::ChunksDeduplicated { .. } => "agent.rag.dedup",
             Event::LoopDetected { .. } => "agent.loop.detected",
             Event::GuardrailEscalated { .. } => "agent.guardrail.escalated",
             Event::GuardIntervened { .. } => "agent.guardrail.intervened",

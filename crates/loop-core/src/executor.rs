@@ -52,7 +52,8 @@ pub async fn call_once(
             return Err((ToolResult::error(&call.id, message).with_flag(FLAG_INVALID_ARGUMENTS), error));
         }
     };
-    let context = ToolContext { call_id: call.id.clone(), cancel: cx.cancel.clone() };
+    let context =
+        ToolContext { call_id: call.id.clone(), cancel: cx.cancel.clone(), events: cx.events.clone() };
     match AssertUnwindSafe(tool.call(args, context)).catch_unwind().await {
         Ok(Ok(output)) => Ok(ToolResult::ok(&call.id, output.content)),
         Ok(Err(error)) => Err((error_result(&call.id, &error), error)),

@@ -45,6 +45,7 @@ pub mod driver;
 pub mod engine;
 pub mod event;
 pub mod executor;
+pub mod finalize;
 pub mod guard;
 pub mod guards;
 pub mod message;

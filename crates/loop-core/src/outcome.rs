@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::finalize::{Citation, Moderation, StructuredOutput};
 use crate::provider::Usage;
 use crate::state::RunState;
 
@@ -198,4 +199,32 @@ pub struct Outcome {
     pub turns: u32,
     /// Tool calls the model requested.
     pub tool_calls: u32,
+    /// Set when an output check rejected the final text (F13); the text is the original.
+    #[serde(default)]
+    pub moderated: Option<Moderation>,
+    /// The structured form of the final text, when a formatter is set (F13).
+    #[serde(default)]
+    pub structured: Option<StructuredOutput>,
+    /// Citations for the chunks the answer refers to (F13, F30).
+    #[serde(default)]
+    pub citations: Vec<Citation>,
+}
+
+impl Outcome {
+    /// A completed outcome with this text and nothing else (for tests and examples).
+    pub fn finished(text: impl Into<String>) -> Self {
+        Self {
+            state: RunState::Completed,
+            stop: StopCause::Finished,
+            final_text: text.into(),
+            fallback: None,
+            usage: Usage::default(),
+            cost: 0.0,
+            turns: 0,
+            tool_calls: 0,
+            moderated: None,
+            structured: None,
+            citations: Vec::new(),
+        }
+    }
 }

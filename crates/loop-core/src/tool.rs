@@ -127,6 +127,8 @@ pub struct ToolContext {
     pub call_id: String,
     /// Cancelled when the run is cancelled; a tool may watch it, the runtime never kills a tool.
     pub cancel: CancellationToken,
+    /// The run's event sink, for tools that report what they did.
+    pub events: crate::event::EventSink,
 }
 
 /// A tool the model can call.

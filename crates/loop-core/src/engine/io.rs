@@ -57,6 +57,9 @@ pub struct CallSpec {
 }
 
 /// What the driver must do next.
+// One action exists per step and none is stored in bulk, so the large `Finish` variant costs
+// nothing worth a box (and an allocation) on every finish.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Call the model; answer with [`Input::ModelReply`] or [`Input::ModelFailed`].

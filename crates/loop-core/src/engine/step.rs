@@ -481,6 +481,9 @@ impl Run {
             cost: counters.cost,
             turns: counters.turns,
             tool_calls: counters.tool_calls,
+            moderated: None,
+            structured: None,
+            citations: Vec::new(),
         }
     }
 }
