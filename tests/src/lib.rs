@@ -166,3 +166,7 @@ pub mod trajectories {
 #[doc = include_str!("../../docs/guardrails.md")]
 #[cfg(doctest)]
 pub struct GuardrailsGuideDoctests;
+
+#[doc = include_str!("../../docs/rag-dedup.md")]
+#[cfg(doctest)]
+pub struct RagDedupGuideDoctests;

@@ -4,9 +4,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use looprail_guardrails::{GuardrailsConfig, default_stack};
 use looprail_loop_core::config::LoopConfig;
+use looprail_loop_core::finalize::Finalizer;
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
+use looprail_loop_core::tool::{ToolContext, ToolErrorKind, ToolOutput};
+use looprail_rag_dedup::{Chunk, RagDedup};
 use tokio_util::sync::CancellationToken;
 
 use crate::progress::stderr_sink;
@@ -36,12 +40,26 @@ fn drive(
     tools: ToolSet,
     configure: impl FnOnce(Driver) -> Driver,
 ) -> Result<(Outcome, Run), String> {
-    let mut run = Run::builder(config)
+    drive_with_guards(name, quiet, config, provider, tools, Vec::new(), configure)
+}
+
+fn drive_with_guards(
+    name: &'static str,
+    quiet: bool,
+    config: LoopConfig,
+    provider: ScriptedProvider,
+    tools: ToolSet,
+    guards: Vec<Box<dyn Guard>>,
+    configure: impl FnOnce(Driver) -> Driver,
+) -> Result<(Outcome, Run), String> {
+    let mut builder = Run::builder(config)
         .system("You are a careful assistant.")
         .user("Find the cheapest flight to Lisbon next week.")
-        .tools(tools.definitions())
-        .build()
-        .map_err(|e| e.to_string())?;
+        .tools(tools.definitions());
+    for guard in guards {
+        builder = builder.boxed_guard(guard);
+    }
+    let mut run = builder.build().map_err(|e| e.to_string())?;
     let driver = configure(Driver::new(Arc::new(provider), tools).with_events(stderr_sink(name, quiet)));
     let outcome = runtime()?.block_on(driver.drive(&mut run)).map_err(|e| e.to_string())?;
     Ok((outcome, run))
@@ -149,6 +167,83 @@ fn human_pause(quiet: bool) -> Result<Check, String> {
     Ok(Check { note: "paused for the human's answer".into(), outcome, ok })
 }
 
+fn thrash_ladder(quiet: bool) -> Result<Check, String> {
+    // The model runs the same failing search again and again.
+    let mut provider = ScriptedProvider::new("scripted");
+    for _ in 0..20 {
+        provider = provider.call_tool("search_flights", r#"{"to": "LSB"}"#);
+    }
+    let search = RecordingTool::new("search_flights").fail_times(100, ToolErrorKind::Failed);
+    let tools = ToolSet::new().with(search.clone());
+    let guards = default_stack(&GuardrailsConfig::default());
+    let (outcome, run) =
+        drive_with_guards("thrash", quiet, LoopConfig::default(), provider, tools, guards, |d| d)?;
+    let rungs: Vec<String> = ["loop_nudge", "loop_directive", "loop_ask_human"]
+        .iter()
+        .filter(|tag| run.messages().iter().any(|m| m.internal.as_ref().is_some_and(|t| t.reason == **tag)))
+        .map(|t| t.trim_start_matches("loop_").to_owned())
+        .collect();
+    let ok = outcome.state == RunState::WaitingOnHuman && rungs.len() == 3 && search.call_count() == 7;
+    Ok(Check {
+        note: format!("{} after {} identical calls", rungs.join(" -> "), search.call_count()),
+        outcome,
+        ok,
+    })
+}
+
+/// A tiny retrieval tool: every query returns overlapping passages.
+struct FareRules;
+
+#[async_trait::async_trait]
+impl Tool for FareRules {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new(
+            "search_fare_rules",
+            "search the fare rules",
+            serde_json::json!({"type": "object"}),
+        )
+    }
+    fn idempotent(&self) -> bool {
+        true
+    }
+    async fn call(&self, args: serde_json::Value, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let chunk = |i: u32, text: &str| Chunk::new("fares", "rules.md", i, text);
+        let chunks = match args["q"].as_str() {
+            Some("baggage") => {
+                vec![chunk(1, "One cabin bag is included."), chunk(2, "Checked bags cost 30 EUR.")]
+            }
+            _ => vec![
+                chunk(2, "Checked bags cost 30 EUR."),
+                chunk(1, "One cabin bag is included."),
+                chunk(7, "Sports gear costs 50 EUR."),
+            ],
+        };
+        serde_json::to_string(&chunks).map(ToolOutput::from).map_err(|e| ToolError::failed(e.to_string()))
+    }
+}
+
+fn rag_dedup(quiet: bool) -> Result<Check, String> {
+    let dedup = RagDedup::default();
+    let provider = ScriptedProvider::new("scripted")
+        .call_tool("search_fare_rules", r#"{"q": "baggage"}"#)
+        .call_tool("search_fare_rules", r#"{"q": "baggage fees"}"#)
+        .reply_text("A cabin bag is included [1]; checked bags cost 30 EUR [2], sports gear 50 EUR [3].");
+    let tools = ToolSet::new().with(dedup.wrap(FareRules));
+    let guards: Vec<Box<dyn Guard>> = vec![Box::new(dedup.state_guard())];
+    let finalizer = Arc::new(Finalizer::new().citations(Arc::new(dedup.clone())));
+    let (outcome, _) =
+        drive_with_guards("rag-dedup", quiet, LoopConfig::default(), provider, tools, guards, |d| {
+            d.with_finalizer(finalizer)
+        })?;
+    let ok = dedup.duplicates_total() == 2 && outcome.citations.len() == 3 && dedup.context().len() == 3;
+    let note = format!(
+        "{} duplicate chunks dropped, {} citations",
+        dedup.duplicates_total(),
+        outcome.citations.len()
+    );
+    Ok(Check { note, outcome, ok })
+}
+
 const SCENARIOS: &[Scenario] = &[
     Scenario { name: "normal", what: "a tool call, then the answer", run: normal },
     Scenario { name: "budget", what: "tool-call budget stop with its fallback reply", run: budget_stop },
@@ -158,6 +253,12 @@ const SCENARIOS: &[Scenario] = &[
     Scenario { name: "bad-call", what: "unknown tool and invalid JSON arguments", run: bad_tool_call },
     Scenario { name: "cancel", what: "cooperative cancellation", run: cancellation },
     Scenario { name: "ask-human", what: "the model asks a human", run: human_pause },
+    Scenario {
+        name: "thrash",
+        what: "a thrashing model walked up the ladder to ask_human",
+        run: thrash_ladder,
+    },
+    Scenario { name: "rag-dedup", what: "repeated retrievals deduplicated and cited", run: rag_dedup },
 ];
 
 /// Runs every scenario and prints the summary table on stdout.
