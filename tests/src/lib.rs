@@ -170,3 +170,7 @@ pub struct GuardrailsGuideDoctests;
 #[doc = include_str!("../../docs/rag-dedup.md")]
 #[cfg(doctest)]
 pub struct RagDedupGuideDoctests;
+
+#[doc = include_str!("../../docs/providers.md")]
+#[cfg(doctest)]
+pub struct ProvidersGuideDoctests;

@@ -31,6 +31,7 @@ const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-loop-core", "engine_turn", &["--features", "testkit"]),
     ("looprail-guardrails", "observe_call", &[]),
     ("looprail-rag-dedup", "seen_checks", &[]),
+    ("looprail-providers", "sse_parse", &[]),
 ];
 
 /// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.

@@ -202,6 +202,9 @@ pub struct ProviderError {
     /// The provider's own retry advice (`x-should-retry`), which wins over the kind.
     #[serde(default)]
     pub should_retry: Option<bool>,
+    /// Rate-limit headers as sent (`x-ratelimit-*`, `anthropic-ratelimit-*`).
+    #[serde(default)]
+    pub rate_limits: Vec<(String, String)>,
 }
 
 impl ProviderError {
@@ -215,6 +218,7 @@ impl ProviderError {
             request_id: None,
             retry_after: None,
             should_retry: None,
+            rate_limits: Vec::new(),
         }
     }
 

@@ -1,0 +1,320 @@
+//! The Anthropic Messages wire format: request bodies, responses and stream events.
+
+use looprail_loop_core::message::{ContentPart, Message, Role, ToolCall};
+use looprail_loop_core::provider::{
+    ModelRequest, ModelResponse, ProviderError, ProviderErrorKind, StopReason, StreamEvent, Usage,
+};
+use looprail_loop_core::tool::ToolChoice;
+use serde_json::{Map, Value, json};
+
+use crate::assemble::ToolCallAssembler;
+use crate::http::stream_error;
+use crate::sse::{SseParser, Step};
+
+/// The API version header value this client speaks.
+pub const API_VERSION: &str = "2023-06-01";
+
+fn image_block(media_type: &str, source: &str) -> Value {
+    match source.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) {
+        Some((mime, data)) => {
+            json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})
+        }
+        None => json!({"type": "image", "source": {"type": "url", "url": source}, "media_type": media_type}),
+    }
+}
+
+fn blocks(message: &Message) -> Vec<Value> {
+    message
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+            ContentPart::Text { .. } => None,
+            ContentPart::Image { media_type, source } => Some(image_block(media_type, source)),
+            ContentPart::ToolUse(call) => {
+                // The API wants an object; arguments the engine already rejected travel as {}.
+                let input = serde_json::from_str::<Value>(&call.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                Some(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}))
+            }
+            ContentPart::ToolResult(result) => Some(json!({
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": result.content,
+                "is_error": result.is_error,
+            })),
+        })
+        .collect()
+}
+
+/// The request body for `request` on `model`.
+pub fn request_body(model: &str, request: &ModelRequest<'_>, default_max_tokens: u32, stream: bool) -> Value {
+    let mut system: Vec<Value> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .filter_map(Message::joined_text)
+        .map(|text| json!({"type": "text", "text": text}))
+        .collect();
+    if let Some(instruction) = request.instruction {
+        system.push(json!({"type": "text", "text": instruction}));
+    }
+    // Roles must alternate: tool results are user content, and consecutive messages of one
+    // role (tool results followed by a runtime note) merge into one message.
+    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+    for message in request.messages.iter().filter(|m| m.role != Role::System) {
+        let role = if message.role == Role::Assistant { "assistant" } else { "user" };
+        let content = blocks(message);
+        if content.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(content),
+            _ => messages.push((role, content)),
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(request.max_output_tokens.unwrap_or(default_max_tokens)));
+    if !system.is_empty() {
+        body.insert("system".into(), Value::Array(system));
+    }
+    body.insert(
+        "messages".into(),
+        Value::Array(
+            messages.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect(),
+        ),
+    );
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        let choice = match &request.tool_choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    if stream {
+        body.insert("stream".into(), json!(true));
+    }
+    Value::Object(body)
+}
+
+/// Maps `stop_reason`.
+pub fn stop_reason(reason: Option<&str>, has_calls: bool) -> StopReason {
+    match reason {
+        Some("end_turn") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        Some("stop_sequence") => StopReason::StopSequence,
+        Some("refusal") => StopReason::Refusal,
+        Some(other) => StopReason::Other(other.to_owned()),
+        None if has_calls => StopReason::ToolUse,
+        None => StopReason::EndTurn,
+    }
+}
+
+/// Anthropic counts cache reads and writes apart from `input_tokens`; looprail's input count
+/// includes them (as OpenAI's does), so prices apply the same way to both.
+fn usage(u: &Value) -> Usage {
+    let n = |key: &str| u.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let (read, write) = (n("cache_read_input_tokens"), n("cache_creation_input_tokens"));
+    Usage {
+        input_tokens: n("input_tokens") + read + write,
+        output_tokens: n("output_tokens"),
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+    }
+}
+
+fn malformed(message: impl Into<String>) -> ProviderError {
+    ProviderError::new(ProviderErrorKind::MalformedResponse, message)
+}
+
+/// Parses a complete (non-streaming) response.
+pub fn parse_response(body: &Value, model: &str) -> Result<ModelResponse, ProviderError> {
+    if body.get("type").and_then(Value::as_str) == Some("error") {
+        return Err(stream_error(body));
+    }
+    let content = body
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed("the response has no content"))?;
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for block in content {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
+            Some("tool_use") => {
+                let id = block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| malformed("a tool_use block has no id"))?;
+                let name = block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| malformed("a tool_use block has no name"))?;
+                let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
+                calls.push(ToolCall::new(id, name, input.to_string()));
+            }
+            _ => {} // thinking, server tools and future block types are not part of the loop
+        }
+    }
+    Ok(ModelResponse {
+        text: (!text.is_empty()).then_some(text),
+        stop_reason: stop_reason(body.get("stop_reason").and_then(Value::as_str), !calls.is_empty()),
+        tool_calls: calls,
+        usage: body.get("usage").map(usage),
+        model: body.get("model").and_then(Value::as_str).unwrap_or(model).to_owned(),
+    })
+}
+
+/// Assembles a streamed response from its events.
+#[derive(Debug)]
+pub struct EventParser {
+    model: String,
+    text: String,
+    calls: ToolCallAssembler,
+    stop: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl EventParser {
+    /// A parser for a stream from `model`.
+    pub fn new(model: &str) -> Self {
+        Self {
+            model: model.to_owned(),
+            text: String::new(),
+            calls: ToolCallAssembler::default(),
+            stop: None,
+            usage: None,
+        }
+    }
+
+    fn response(&self) -> ModelResponse {
+        let calls = self.calls.finish();
+        ModelResponse {
+            text: (!self.text.is_empty()).then(|| self.text.clone()),
+            stop_reason: stop_reason(self.stop.as_deref(), !calls.is_empty()),
+            tool_calls: calls,
+            usage: self.usage,
+            model: self.model.clone(),
+        }
+    }
+
+    fn merge_usage(&mut self, u: &Value) {
+        let update = usage(u);
+        let current = self.usage.get_or_insert_with(Usage::default);
+        // message_delta repeats cumulative counts; a missing field keeps what was known.
+        if u.get("input_tokens").is_some() {
+            current.input_tokens = update.input_tokens;
+            current.cache_read_tokens = update.cache_read_tokens;
+            current.cache_write_tokens = update.cache_write_tokens;
+        }
+        if u.get("output_tokens").is_some() {
+            current.output_tokens = update.output_tokens;
+        }
+    }
+}
+
+impl SseParser for EventParser {
+    fn event(&mut self, name: &str, data: &str) -> Step {
+        let value: Value = match serde_json::from_str(data) {
+            Ok(value) => value,
+            Err(e) => return Step::Done(Err(malformed(format!("a stream event is not JSON ({e})")))),
+        };
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or(name);
+        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        match kind {
+            "message_start" => {
+                if let Some(model) = value.pointer("/message/model").and_then(Value::as_str) {
+                    self.model = model.to_owned();
+                }
+                if let Some(u) = value.pointer("/message/usage") {
+                    self.merge_usage(u);
+                }
+                Step::Continue(Vec::new())
+            }
+            "content_block_start" => {
+                let block = value.get("content_block").unwrap_or(&Value::Null);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => {
+                        let id = block.get("id").and_then(Value::as_str);
+                        let name = block.get("name").and_then(Value::as_str);
+                        self.calls.push(index, id, name, "");
+                        Step::Continue(vec![StreamEvent::ToolCallDelta {
+                            index,
+                            id: id.map(str::to_owned),
+                            name: name.map(str::to_owned),
+                            arguments: String::new(),
+                        }])
+                    }
+                    Some("text") => {
+                        let text = block.get("text").and_then(Value::as_str).unwrap_or_default();
+                        self.text.push_str(text);
+                        Step::Continue(if text.is_empty() {
+                            Vec::new()
+                        } else {
+                            vec![StreamEvent::TextDelta(text.to_owned())]
+                        })
+                    }
+                    _ => Step::Continue(Vec::new()),
+                }
+            }
+            "content_block_delta" => {
+                let delta = value.get("delta").unwrap_or(&Value::Null);
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();
+                        self.text.push_str(text);
+                        Step::Continue(vec![StreamEvent::TextDelta(text.to_owned())])
+                    }
+                    Some("input_json_delta") => {
+                        let part = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
+                        self.calls.push(index, None, None, part);
+                        Step::Continue(vec![StreamEvent::ToolCallDelta {
+                            index,
+                            id: None,
+                            name: None,
+                            arguments: part.to_owned(),
+                        }])
+                    }
+                    _ => Step::Continue(Vec::new()),
+                }
+            }
+            "message_delta" => {
+                if let Some(stop) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(stop.to_owned());
+                }
+                if let Some(u) = value.get("usage") {
+                    self.merge_usage(u);
+                }
+                Step::Continue(Vec::new())
+            }
+            "message_stop" => Step::Done(Ok(self.response())),
+            "error" => Step::Done(Err(stream_error(&value))),
+            // ping, content_block_stop and event types added later carry nothing we need.
+            _ => Step::Continue(Vec::new()),
+        }
+    }
+
+    fn end_of_body(&mut self) -> Result<ModelResponse, ProviderError> {
+        if self.stop.is_some() {
+            tracing::warn!("the stream closed without message_stop; using what it sent");
+            Ok(self.response())
+        } else {
+            Err(ProviderError::new(
+                ProviderErrorKind::StreamBroken,
+                "the stream closed before its stop reason",
+            ))
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The OpenAI Chat Completions client (also OpenAI-compatible servers: vLLM, Ollama, OpenRouter).
+
+mod wire;
+
+pub use wire::{ChunkParser, parse_response, request_body, stop_reason};
+
+use async_trait::async_trait;
+use looprail_loop_core::config::ConfigError;
+use looprail_loop_core::provider::{ModelRequest, ModelResponse, Provider, ProviderError, ResponseStream};
+
+use crate::config::ClientConfig;
+use crate::http;
+use crate::sse;
+
+/// A client for `POST {base_url}/chat/completions`.
+#[derive(Debug, Clone)]
+pub struct OpenAiClient {
+    config: ClientConfig,
+    http: reqwest::Client,
+    headers: Vec<(String, String)>,
+}
+
+impl OpenAiClient {
+    /// A client for this config; an invalid config is an error naming the key.
+    pub fn new(config: ClientConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let http = http::client(&config).map_err(|e| ConfigError::new("http", e.message))?;
+        let mut headers = config.extra_headers.clone();
+        if let Some(key) = &config.api_key {
+            headers.push(("authorization".into(), format!("Bearer {key}")));
+        }
+        Ok(Self { config, http, headers })
+    }
+
+    /// The body this client sends for `request` (useful for logging and tests).
+    pub fn body(&self, request: &ModelRequest<'_>, stream: bool) -> serde_json::Value {
+        request_body(&self.config.model, request, self.config.max_tokens_field, stream)
+    }
+
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.config.base_url)
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiClient {
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
+        let response = http::post(&self.http, &self.url(), &self.headers, &self.body(request, false)).await?;
+        let body = http::json_body(response).await?;
+        parse_response(&body, &self.config.model)
+    }
+
+    async fn stream(&self, request: &ModelRequest<'_>) -> Result<ResponseStream, ProviderError> {
+        let response = http::post(&self.http, &self.url(), &self.headers, &self.body(request, true)).await?;
+        Ok(sse::drive(response, ChunkParser::new(&self.config.model), self.config.idle_timeout))
+    }
+}
