@@ -174,3 +174,7 @@ pub struct RagDedupGuideDoctests;
 #[doc = include_str!("../../docs/providers.md")]
 #[cfg(doctest)]
 pub struct ProvidersGuideDoctests;
+
+#[doc = include_str!("../../docs/retry.md")]
+#[cfg(doctest)]
+pub struct RetryGuideDoctests;

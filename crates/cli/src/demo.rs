@@ -11,6 +11,7 @@ use looprail_loop_core::prelude::*;
 use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
 use looprail_loop_core::tool::{ToolContext, ToolErrorKind, ToolOutput};
 use looprail_rag_dedup::{Chunk, RagDedup};
+use looprail_retry::RetryingExecutor;
 use tokio_util::sync::CancellationToken;
 
 use crate::progress::stderr_sink;
@@ -244,6 +245,27 @@ fn rag_dedup(quiet: bool) -> Result<Check, String> {
     Ok(Check { note, outcome, ok })
 }
 
+fn tool_retries(quiet: bool) -> Result<Check, String> {
+    // Both tools time out twice. The idempotent search is retried (0.5 s, then 2 s); the
+    // side-effecting booking is not, and its error goes to the model.
+    let search = RecordingTool::new("search_flights").idempotent(true).fail_times(2, ToolErrorKind::Timeout);
+    let book = RecordingTool::new("book_flight").fail_times(2, ToolErrorKind::Timeout);
+    let provider = ScriptedProvider::new("scripted")
+        .call_tools(&[("search_flights", r#"{"to": "LIS"}"#), ("book_flight", r#"{"flight": "FR55"}"#)])
+        .reply_text("Found FR55; booking failed, please retry later.");
+    let tools = ToolSet::new().with(search.clone()).with(book.clone());
+    let executor = Arc::new(RetryingExecutor::default());
+    let (outcome, _) =
+        drive("tool-retry", quiet, LoopConfig::default(), provider, tools, |d| d.with_executor(executor))?;
+    let ok = search.call_count() == 3 && book.call_count() == 1 && outcome.state == RunState::Completed;
+    let note = format!(
+        "idempotent search called {}x, side-effecting booking {}x",
+        search.call_count(),
+        book.call_count()
+    );
+    Ok(Check { note, outcome, ok })
+}
+
 const SCENARIOS: &[Scenario] = &[
     Scenario { name: "normal", what: "a tool call, then the answer", run: normal },
     Scenario { name: "budget", what: "tool-call budget stop with its fallback reply", run: budget_stop },
@@ -259,6 +281,11 @@ const SCENARIOS: &[Scenario] = &[
         run: thrash_ladder,
     },
     Scenario { name: "rag-dedup", what: "repeated retrievals deduplicated and cited", run: rag_dedup },
+    Scenario {
+        name: "tool-retry",
+        what: "a transient failure retried only for the idempotent tool",
+        run: tool_retries,
+    },
 ];
 
 /// Runs every scenario and prints the summary table on stdout.

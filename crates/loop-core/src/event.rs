@@ -81,6 +81,26 @@ pub enum Event {
         /// The error that caused it.
         cause: String,
     },
+    /// A model call is retried after a transient failure (F21).
+    ModelRetry {
+        /// The model.
+        model: String,
+        /// 1-based attempt about to start.
+        attempt: u32,
+        /// Wait before it, in milliseconds.
+        delay_ms: u64,
+        /// The error that caused it.
+        cause: String,
+    },
+    /// A fallback chain moved to its next model (F23).
+    ModelFallback {
+        /// The model that failed.
+        from: String,
+        /// The model tried next.
+        to: String,
+        /// Why.
+        cause: String,
+    },
     /// A retrieval result was deduplicated (F30).
     ChunksDeduplicated {
         /// The tool call.
@@ -213,6 +233,8 @@ impl Event {
             Event::MaxTokensContinuation { .. } => "agent.max_tokens.continuation",
             Event::ToolCallRejected { .. } => "agent.tool.rejected",
             Event::ToolRetry { .. } => "agent.tool.retry",
+            Event::ModelRetry { .. } => "agent.model.retry",
+            Event::ModelFallback { .. } => "agent.model.fallback",
             Event::ChunksDeduplicated { .. } => "agent.rag.dedup",
             Event::LoopDetected { .. } => "agent.loop.detected",
             Event::GuardrailEscalated { .. } => "agent.guardrail.escalated",

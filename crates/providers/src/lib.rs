@@ -41,6 +41,8 @@
 pub mod anthropic;
 mod assemble;
 mod config;
+#[cfg(feature = "fake-server")]
+pub mod fake;
 mod http;
 pub mod openai;
 mod record;

@@ -2,15 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::provider::{CallPurpose, StreamEvent};
+use looprail_providers::fake::{FakeServer, Reply, fixture};
 use looprail_providers::{AnthropicClient, ClientConfig};
-use support::{FakeServer, Reply, fixture};
 
 fn client(server: &FakeServer) -> AnthropicClient {
     let config = ClientConfig::custom("claude-haiku-4-5", &server.url, Some("sk-ant-test")).with_timeouts(

@@ -2,15 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::provider::{CallPurpose, StreamEvent};
+use looprail_providers::fake::{FakeServer, Reply, fixture};
 use looprail_providers::{ClientConfig, OpenAiClient, sse};
-use support::{FakeServer, Reply, fixture};
 
 fn client(server: &FakeServer) -> OpenAiClient {
     let config = ClientConfig::custom("gpt-4o", &format!("{}/v1", server.url), Some("sk-test"))

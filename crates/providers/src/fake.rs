@@ -1,7 +1,18 @@
-//! A local fake of the OpenAI and Anthropic HTTP APIs (axum on 127.0.0.1): each request gets
-//! the next scripted reply, and every request is recorded for assertions.
+//! A local fake of the OpenAI and Anthropic HTTP APIs (axum on 127.0.0.1, feature
+//! `fake-server`): each request gets the next scripted reply (a body, an SSE stream that may
+//! pause or break), and every request is recorded for assertions. Test code: it panics on
+//! setup failures.
+//!
+//! ```
+//! use looprail_providers::fake::{FakeServer, Reply};
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let server = FakeServer::start(vec![Reply::json(200, r#"{"ok": true}"#)]).await;
+//! assert!(server.url.starts_with("http://127.0.0.1:"));
+//! assert_eq!(server.replies_left(), 1);
+//! # });
+//! ```
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -151,6 +162,7 @@ async fn handle(
     }
 }
 
+/// A wire fixture shipped with this crate (`tests/fixtures/<path>`).
 pub fn fixture(path: &str) -> String {
     std::fs::read_to_string(format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
