@@ -178,3 +178,7 @@ pub struct ProvidersGuideDoctests;
 #[doc = include_str!("../../docs/retry.md")]
 #[cfg(doctest)]
 pub struct RetryGuideDoctests;
+
+#[doc = include_str!("../../docs/compaction.md")]
+#[cfg(doctest)]
+pub struct CompactionGuideDoctests;

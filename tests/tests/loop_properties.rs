@@ -153,6 +153,7 @@ fn simulate(script: &[Step], l: &Limits, cancel_at: Option<usize>, fallback_fail
                 Input::ToolsDone(calls.iter().map(|c| ToolResult::ok(&c.id, "r")).collect())
             }
             Action::MaxIterationsReached { .. } => Input::IterationDecision(IterationDecision::Stop),
+            Action::Summarize(_) => Input::SummaryDone(Err("no summaries in this simulation".into())),
             Action::Finish(outcome) => {
                 return Simulated {
                     outcome,

@@ -32,6 +32,7 @@ const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-guardrails", "observe_call", &[]),
     ("looprail-rag-dedup", "seen_checks", &[]),
     ("looprail-providers", "sse_parse", &[]),
+    ("looprail-compaction", "counting", &[]),
 ];
 
 /// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.

@@ -6,12 +6,15 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::context::SummaryRequest;
 use crate::engine::{Action, Effect, EngineError, Input, MaxIterationsHandler, Run, StopAtCap, Tick};
 use crate::event::{Event, EventSink};
 use crate::executor::{ExecContext, ParallelExecutor, ToolExecutor};
 use crate::finalize::Finalizer;
 use crate::outcome::Outcome;
-use crate::provider::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StreamEvent};
+use crate::provider::{
+    CallPurpose, ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StreamEvent,
+};
 use crate::state::RunState;
 use crate::store::{CheckpointStore, StoreError};
 use crate::tool::{ToolChoice, ToolSet};
@@ -38,6 +41,8 @@ pub struct Driver {
     events: EventSink,
     streaming: bool,
     finalizer: Option<Arc<Finalizer>>,
+    summarizer: Option<Arc<dyn Provider>>,
+    summary_timeout: std::time::Duration,
 }
 
 impl std::fmt::Debug for Driver {
@@ -63,6 +68,8 @@ impl Driver {
             events: EventSink::none(),
             streaming: false,
             finalizer: None,
+            summarizer: None,
+            summary_timeout: std::time::Duration::from_secs(60),
         }
     }
 
@@ -115,6 +122,15 @@ impl Driver {
         self
     }
 
+    /// Writes compaction summaries with this (cheaper) provider instead of the main one, giving
+    /// up after `timeout` (the policy then truncates deterministically).
+    #[must_use]
+    pub fn with_summarizer(mut self, provider: Arc<dyn Provider>, timeout: std::time::Duration) -> Self {
+        self.summarizer = Some(provider);
+        self.summary_timeout = timeout;
+        self
+    }
+
     /// The cancellation token.
     pub fn cancel_token(&self) -> &CancellationToken {
         &self.cancel
@@ -160,6 +176,7 @@ impl Driver {
                     let cx = ExecContext { cancel: self.cancel.clone(), events: self.events.clone() };
                     Input::ToolsDone(self.executor.execute(&calls, &self.tools, &cx).await)
                 }
+                Action::Summarize(request) => Input::SummaryDone(self.summarize(&request).await),
                 Action::MaxIterationsReached { count } => Input::IterationDecision(
                     self.iteration_handler.on_max_iterations(count, run.messages()).await,
                 ),
@@ -172,6 +189,23 @@ impl Driver {
                     return Ok(outcome);
                 }
             };
+        }
+    }
+
+    async fn summarize(&self, request: &SummaryRequest) -> Result<ModelResponse, String> {
+        let provider = self.summarizer.as_ref().unwrap_or(&self.provider);
+        let call = ModelRequest {
+            messages: &request.messages,
+            tools: &[],
+            tool_choice: ToolChoice::None,
+            max_output_tokens: request.max_output_tokens,
+            instruction: Some(&request.instruction),
+            purpose: CallPurpose::Summary,
+        };
+        match tokio::time::timeout(self.summary_timeout, provider.complete(&call)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!("the summary call timed out after {:?}", self.summary_timeout)),
         }
     }
 

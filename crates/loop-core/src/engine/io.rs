@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::SummaryRequest;
 use crate::engine::iterations::IterationDecision;
 use crate::event::Event;
 use crate::message::{ToolCall, ToolResult};
@@ -26,6 +27,9 @@ pub enum Input {
     ToolsDone(Vec<ToolResult>),
     /// The max-iterations handler's answer.
     IterationDecision(IterationDecision),
+    /// The summary call's response to [`Action::Summarize`], or why there is none (failure,
+    /// timeout).
+    SummaryDone(Result<ModelResponse, String>),
 }
 
 /// The clock reading and cancel flag at the moment of a step.
@@ -72,6 +76,9 @@ pub enum Action {
         /// Iterations consumed.
         count: u32,
     },
+    /// Write this summary of old history with a (cheap) model; answer with
+    /// [`Input::SummaryDone`] (F27).
+    Summarize(SummaryRequest),
     /// The run is over (or waits on a human); nothing more to do.
     Finish(Outcome),
 }

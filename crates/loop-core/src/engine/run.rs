@@ -42,6 +42,13 @@ pub enum Phase {
         /// Messages guards asked to add once the results are in.
         deferred: Vec<Message>,
     },
+    /// A summary for the context policy is being written.
+    AwaitingSummary {
+        /// The request (kept so a restored run can ask again).
+        request: crate::context::SummaryRequest,
+        /// The call to retry after it, when the summary answers a context overflow.
+        retry: Option<CallSpec>,
+    },
     /// The max-iterations handler is being asked.
     AwaitingIterationDecision {
         /// Iterations consumed.
@@ -88,6 +95,9 @@ pub struct RunCore {
     pub pending_stop: Option<StopCause>,
     /// True once `NearBudget` was emitted.
     pub near_budget_emitted: bool,
+    /// True once this turn's call was retried after a context overflow.
+    #[serde(default)]
+    pub overflow_retried: bool,
     /// A stable hash of the system prompt (F34: resume halts if it changed).
     pub system_prompt_hash: Option<String>,
 }
@@ -372,6 +382,7 @@ impl RunBuilder {
             partial_text: String::new(),
             pending_stop: None,
             near_budget_emitted: false,
+            overflow_retried: false,
         };
         let mut run = Run {
             core,

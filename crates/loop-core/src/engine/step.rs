@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::context::ContextView;
+use crate::context::{ContextStep, ContextView};
 use crate::engine::fallback::{deterministic_reply, fallback_instruction};
 use crate::engine::io::{Action, CallSpec, Input, Tick};
 use crate::engine::iterations::IterationDecision;
@@ -12,7 +12,7 @@ use crate::event::Event;
 use crate::guard::{Decision, Guard, TurnView};
 use crate::message::{Message, Role, ToolCall, ToolResult};
 use crate::outcome::{FallbackKind, LimitReason, Outcome, ReplyMode, StopCause};
-use crate::provider::{CallPurpose, ModelResponse, ProviderError, StopReason};
+use crate::provider::{CallPurpose, ModelResponse, ProviderError, ProviderErrorKind, StopReason};
 use crate::state::RunState;
 use crate::store::CheckpointKind;
 use crate::tool::ToolChoice;
@@ -27,6 +27,7 @@ impl Phase {
             Phase::Ready => "ready",
             Phase::AwaitingModel { .. } => "awaiting_model",
             Phase::AwaitingTools { .. } => "awaiting_tools",
+            Phase::AwaitingSummary { .. } => "awaiting_summary",
             Phase::AwaitingIterationDecision { .. } => "awaiting_iteration_decision",
             Phase::AwaitingHuman { .. } => "awaiting_human",
             Phase::Finished { .. } => "finished",
@@ -42,6 +43,7 @@ impl Input {
             Input::ModelFailed(_) => "model_failed",
             Input::ToolsDone(_) => "tools_done",
             Input::IterationDecision(_) => "iteration_decision",
+            Input::SummaryDone(_) => "summary_done",
         }
     }
 }
@@ -63,6 +65,14 @@ impl Run {
                 let action = Action::RunTools(dispatched.clone());
                 self.core.phase = Phase::AwaitingTools { batch, dispatched, prefilled, human_call, deferred };
                 Ok(action)
+            }
+            (Phase::AwaitingSummary { request, retry }, Input::Start) => {
+                let action = Action::Summarize(request.clone());
+                self.core.phase = Phase::AwaitingSummary { request, retry };
+                Ok(action)
+            }
+            (Phase::AwaitingSummary { retry, .. }, Input::SummaryDone(summary)) => {
+                self.on_summary(summary, retry)
             }
             (Phase::AwaitingIterationDecision { count }, Input::Start) => {
                 self.core.phase = Phase::AwaitingIterationDecision { count };
@@ -158,10 +168,78 @@ impl Run {
             return Ok(Action::MaxIterationsReached { count });
         }
         let view = ContextView { counters: &self.core.counters, config: &self.core.config };
-        let decisions = self.policy.prepare(&mut self.messages, &view);
-        if let Some(cause) = self.apply(decisions, None) {
+        let step = self.policy.prepare(&mut self.messages, &view);
+        match self.context_step(step, None)? {
+            Some(action) => Ok(action),
+            None => self.call_turn(),
+        }
+    }
+
+    /// Applies a context step. `Ok(None)` means carry on with the call; `Ok(Some(action))` is
+    /// what to do instead (write a summary, or the fallback after a stop).
+    fn context_step(
+        &mut self,
+        step: ContextStep,
+        retry: Option<CallSpec>,
+    ) -> Result<Option<Action>, EngineError> {
+        let (decisions, summary) = match step {
+            ContextStep::Ready(decisions) => (decisions, None),
+            ContextStep::Summarize { request, decisions } => (decisions, Some(request)),
+        };
+        if let Some(cause) = self.apply_context(decisions) {
+            return self.stop(cause).map(Some);
+        }
+        match summary {
+            Some(request) => {
+                self.core.phase = Phase::AwaitingSummary { request: request.clone(), retry };
+                Ok(Some(Action::Summarize(request)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Applies the policy's decisions; a compaction or recovery event also takes a checkpoint.
+    fn apply_context(&mut self, decisions: Vec<Decision>) -> Option<StopCause> {
+        let compacted = decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Emit(Event::CompactionRun { .. } | Event::RecoveryFired { .. })));
+        let stop = self.apply(decisions, None);
+        if compacted {
+            self.checkpoint(CheckpointKind::Compaction);
+        }
+        stop
+    }
+
+    fn on_summary(
+        &mut self,
+        summary: Result<ModelResponse, String>,
+        retry: Option<CallSpec>,
+    ) -> Result<Action, EngineError> {
+        // A summary call costs tokens like any other.
+        let summary = summary.and_then(|response| {
+            self.account(&response, CallPurpose::Summary);
+            response
+                .text
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| "the summary came back empty".to_owned())
+        });
+        let view = ContextView { counters: &self.core.counters, config: &self.core.config };
+        let decisions = self.policy.apply_summary(&mut self.messages, summary, &view);
+        if let Some(cause) = self.apply_context(decisions) {
             return self.stop(cause);
         }
+        match retry {
+            Some(spec) => {
+                self.core.phase = Phase::AwaitingModel { spec: spec.clone() };
+                Ok(Action::CallModel(spec))
+            }
+            None => self.call_turn(),
+        }
+    }
+
+    /// The last part of a turn start: budget proximity, the turn event and the model call.
+    fn call_turn(&mut self) -> Result<Action, EngineError> {
+        self.core.overflow_retried = false;
         if !self.core.near_budget_emitted && self.near_budget() {
             self.core.near_budget_emitted = true;
             let budget = &self.core.config.budget;
@@ -376,6 +454,19 @@ impl Run {
         if spec.purpose != CallPurpose::Turn {
             tracing::warn!(%error, "fallback call failed; building the reply deterministically");
             return self.finish_fallback(None);
+        }
+        // A prompt that does not fit: compact and try the same call once more.
+        if error.kind == ProviderErrorKind::ContextWindowExceeded && !self.core.overflow_retried {
+            self.core.overflow_retried = true;
+            let view = ContextView { counters: &self.core.counters, config: &self.core.config };
+            let step = self.policy.on_overflow(&mut self.messages, &view);
+            return match self.context_step(step, Some(spec.clone()))? {
+                Some(action) => Ok(action),
+                None => {
+                    self.core.phase = Phase::AwaitingModel { spec: spec.clone() };
+                    Ok(Action::CallModel(spec))
+                }
+            };
         }
         self.stop(StopCause::ProviderFailed { message: error.to_string() })
     }

@@ -1,0 +1,105 @@
+//! The message that replaces summarised history: the summary text, the latest successful
+//! result of each tool pinned as text (F27), and nothing that refers to dropped tool calls.
+
+use looprail_loop_core::message::{Message, Role};
+
+/// The tag of the summary message.
+pub const SUMMARY_TAG: &str = "history_summary";
+/// Messages whose tag starts with this are the run journal (issue "journal"); they always
+/// survive compaction, placed right after the summary.
+pub const JOURNAL_TAG_PREFIX: &str = "run_journal";
+/// Characters kept of each pinned result.
+pub const PINNED_CHARS: usize = 2_000;
+
+/// The instruction for the summary call.
+pub const SUMMARY_INSTRUCTION: &str = "Summarise the conversation above for your own later use. \
+Keep the task, the decisions taken and why, what was found (names, numbers, paths, ids), what \
+failed and why, and what remains to do. Write plain prose and short lists; no preamble.";
+
+/// Results that read as failures are never pinned.
+pub fn looks_like_error(content: &str) -> bool {
+    let trimmed = content.trim_start();
+    trimmed.starts_with("Error") || trimmed.starts_with("error:") || trimmed.starts_with("Not executed")
+}
+
+/// The latest successful result of each tool in `part`, as `(tool, text)` in first-seen order.
+pub fn pinned_results(part: &[Message]) -> Vec<(String, String)> {
+    let mut pins: Vec<(String, String)> = Vec::new();
+    for (index, message) in part.iter().enumerate() {
+        for result in message.tool_results() {
+            if result.is_error || looks_like_error(&result.content) || result.content.trim().is_empty() {
+                continue;
+            }
+            // The call that produced it is in an earlier assistant message of the same part.
+            let tool = part[..index]
+                .iter()
+                .rev()
+                .flat_map(Message::tool_calls)
+                .find(|c| c.id == result.call_id)
+                .map(|c| c.name.clone());
+            let Some(tool) = tool else { continue };
+            let text: String = result.content.chars().take(PINNED_CHARS).collect();
+            match pins.iter_mut().find(|(name, _)| *name == tool) {
+                Some(pin) => pin.1 = text,
+                None => pins.push((tool, text)),
+            }
+        }
+    }
+    pins
+}
+
+/// Builds the summary message for `part` with `summary` (a model's or a deterministic note).
+pub fn summary_message(summary: &str, part: &[Message], marker: &str) -> Message {
+    let mut text = format!("[{marker}: {} earlier messages]\n{}", part.len(), summary.trim());
+    let pins = pinned_results(part);
+    if !pins.is_empty() {
+        text.push_str("\n\nLatest results of each tool from that part:");
+        for (tool, result) in pins {
+            text.push_str(&format!("\n- {tool}: {result}"));
+        }
+    }
+    Message::internal_user(SUMMARY_TAG, text)
+}
+
+/// Replaces `messages[body..split]` by `summary_message`, keeping system messages first and
+/// journal messages right after the summary.
+pub fn replace_history(messages: &mut Vec<Message>, body: usize, split: usize, summary: Message) {
+    let tail = messages.split_off(split);
+    let middle = messages.split_off(body);
+    let journal = middle.into_iter().filter(|m| {
+        m.internal.as_ref().is_some_and(|t| t.reason.starts_with(JOURNAL_TAG_PREFIX)) && m.role != Role::Tool
+    });
+    messages.push(summary);
+    messages.extend(journal);
+    messages.extend(tail);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use looprail_loop_core::message::{ToolCall, ToolResult};
+
+    #[test]
+    fn the_latest_successful_result_per_tool_is_pinned_and_errors_never_are() {
+        let part = vec![
+            Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new("1", "search", "{}"), ToolCall::new("2", "fetch", "{}")],
+            ),
+            Message::tool_result(ToolResult::ok("1", "old search")),
+            Message::tool_result(ToolResult::error("2", "Error: 500")),
+            Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new("3", "search", "{}"), ToolCall::new("4", "fetch", "{}")],
+            ),
+            Message::tool_result(ToolResult::ok("3", "new search")),
+            Message::tool_result(ToolResult::ok("4", "Error: timeout")),
+        ];
+        assert_eq!(pinned_results(&part), [("search".to_owned(), "new search".to_owned())]);
+        let message = summary_message("We searched.", &part, "Summary");
+        let text = message.joined_text().unwrap();
+        assert!(text.contains("- search: new search") && !text.contains("timeout"));
+        assert!(message.is_internal());
+        assert_eq!(message.tool_results().count(), 0, "pins are text, never tool results");
+    }
+}
