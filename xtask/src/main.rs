@@ -33,6 +33,7 @@ const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-rag-dedup", "seen_checks", &[]),
     ("looprail-providers", "sse_parse", &[]),
     ("looprail-compaction", "counting", &[]),
+    ("looprail-journal", "checkpoints", &[]),
 ];
 
 /// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.

@@ -42,7 +42,7 @@ impl Guard for ErrorStreak {
         for result in results {
             if result.is_error {
                 self.streak += 1;
-                fired |= self.streak % self.threshold == 0;
+                fired |= self.streak.is_multiple_of(self.threshold);
             } else {
                 self.streak = 0;
             }

@@ -1,6 +1,51 @@
-//! Durable runs for looprail: checkpoints, the idempotency envelope, resume, lanes and the run
-//! journal.
+//! Durable runs for looprail (F31–F37): a run survives a process crash and never repeats a side
+//! effect.
 //!
-//! **Status: skeleton.** This crate will implement the run store behind
-//! [`looprail_loop_core::store::CheckpointStore`] on SQLite (F31–F37), crash-safe resume and the
-//! run journal tools. It is tracked by issue 8; nothing here is implemented yet.
+//! - [`SqliteStore`]: the embedded store (one SQLite file, WAL, versioned schema): runs and
+//!   lanes, messages, transactional checkpoints, the tool-call envelope, journals, heartbeats,
+//!   cancel requests and the reconciler.
+//! - [`EnvelopeExecutor`] records every tool call before and after it runs; on resume, a
+//!   completed call is replayed from its stored result, an interrupted idempotent call runs again,
+//!   and an interrupted side-effecting call halts the run for a human ([`ResumeSafety`]).
+//! - [`Runner`] submits runs to lanes (one active run per `conversation:<id>`), drives them with
+//!   heartbeats and cancel requests, and resumes them from their latest resumable checkpoint.
+//! - [`RunJournal`]: the model's durable working notes, with its three tools.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use looprail_journal::{Runner, RunSpec, SqliteStore, Started};
+//! use looprail_loop_core::prelude::*;
+//! use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//! let path = std::env::temp_dir().join(format!("looprail-doc-{}.db", std::process::id()));
+//! let store = SqliteStore::open(&path).await?;
+//! let provider = ScriptedProvider::new("m").call_tool("send_email", r#"{"to": "a@b.c"}"#).reply_text("Sent.");
+//! let email = RecordingTool::new("send_email").output("queued");
+//! let runner = Runner::new(store.clone(), Arc::new(provider), ToolSet::new().with(email.clone()), "You send emails.");
+//! let Started::Ran(outcome) = runner.start(&RunSpec::new("run-1", "c1", "Email Bob")).await? else { unreachable!() };
+//! assert_eq!(outcome.final_text, "Sent.");
+//! let row = store.tool_call("run-1", "call_1").await?.unwrap();
+//! assert!(row.completed.is_some(), "the envelope recorded the call and its result");
+//! # let _ = std::fs::remove_file(&path);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod envelope;
+mod error;
+mod run_journal;
+mod runner;
+mod schema;
+mod store;
+
+pub use envelope::{EnvelopeExecutor, FLAG_RESUME_UNSAFE, ResumeSafety};
+pub use error::{JournalError, ResumeHalt};
+pub use run_journal::{
+    AppendRunJournalEntry, DIGEST_CHARS, GetRunJournal, JournalHandle, JournalState, RunJournal,
+    UpdateRunJournal,
+};
+pub use runner::{Resumed, Runner, Started};
+pub use schema::SCHEMA_VERSION;
+pub use store::{ReconcileReport, RunRow, RunSpec, RunStatus, SqliteStore, Submitted, ToolCallRow, now_ms};

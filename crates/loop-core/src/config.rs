@@ -191,10 +191,10 @@ impl LoopConfig {
                 "must be at least 1 (omit it for no budget)",
             ));
         }
-        if let Some(limit) = b.cost_limit {
-            if !(limit.is_finite() && limit > 0.0) {
-                return Err(ConfigError::new("budget.cost_limit", "must be a positive number"));
-            }
+        if let Some(limit) = b.cost_limit
+            && !(limit.is_finite() && limit > 0.0)
+        {
+            return Err(ConfigError::new("budget.cost_limit", "must be a positive number"));
         }
         if b.soft_time_limit_secs > 0
             && b.hard_time_limit_secs > 0

@@ -158,14 +158,14 @@ impl Driver {
                 Action::CallModel(spec) => {
                     let mut request = run.model_request(&spec);
                     let note;
-                    if !self.provider.supports_tool_choice() {
-                        if let ToolChoice::Named(name) = &request.tool_choice {
-                            note = format!(
-                                "{}\nYou must call the `{name}` tool now.",
-                                request.instruction.unwrap_or_default()
-                            );
-                            request.instruction = Some(note.trim_start());
-                        }
+                    if !self.provider.supports_tool_choice()
+                        && let ToolChoice::Named(name) = &request.tool_choice
+                    {
+                        note = format!(
+                            "{}\nYou must call the `{name}` tool now.",
+                            request.instruction.unwrap_or_default()
+                        );
+                        request.instruction = Some(note.trim_start());
                     }
                     match self.call_model(&request).await {
                         Ok(response) => Input::ModelReply(response),
@@ -225,16 +225,20 @@ impl Driver {
         Err(ProviderError::new(ProviderErrorKind::StreamBroken, "the stream ended without a finished signal"))
     }
 
+    /// Publishes the step's events and saves one checkpoint for the step. A step ends at a safe
+    /// boundary (before the next I/O); when it crossed several (tool results recorded, then a
+    /// model call started), the state saved is the end of the step, under the last boundary's
+    /// kind, so a resumed run picks up exactly the action the step ended on.
     async fn flush(&self, run: &mut Run) -> Result<(), DriverError> {
+        let mut checkpoint = None;
         while let Some(effect) = run.poll_effect() {
             match effect {
                 Effect::Emit(event) => self.events.emit(&event),
-                Effect::Checkpoint(kind) => {
-                    if let Some((store, run_id)) = &self.store {
-                        store.save(run_id, kind, &run.header(), run.messages()).await?;
-                    }
-                }
+                Effect::Checkpoint(kind) => checkpoint = Some(kind),
             }
+        }
+        if let (Some(kind), Some((store, run_id))) = (checkpoint, &self.store) {
+            store.save(run_id, kind, &run.header(), run.messages()).await?;
         }
         Ok(())
     }

@@ -163,13 +163,13 @@ impl Finalizer {
                 break;
             }
         }
-        if outcome.moderated.is_none() {
-            if let Some(formatter) = &self.formatter {
-                outcome.structured = Some(match formatter.format(&outcome.final_text) {
-                    Ok(value) => StructuredOutput::Parsed { value },
-                    Err(error) => StructuredOutput::Invalid { error },
-                });
-            }
+        if outcome.moderated.is_none()
+            && let Some(formatter) = &self.formatter
+        {
+            outcome.structured = Some(match formatter.format(&outcome.final_text) {
+                Ok(value) => StructuredOutput::Parsed { value },
+                Err(error) => StructuredOutput::Invalid { error },
+            });
         }
         outcome.citations = self.citations.iter().flat_map(|s| s.citations(&outcome.final_text)).collect();
     }

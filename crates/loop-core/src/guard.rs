@@ -60,6 +60,8 @@ pub enum Decision {
     Stop(StopCause),
     /// Publish an event.
     Emit(Event),
+    /// Save a checkpoint of this kind now (the run journal asks for `journal_update`).
+    Checkpoint(crate::store::CheckpointKind),
 }
 
 /// A failure to restore a guard's saved state.

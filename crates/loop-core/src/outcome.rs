@@ -87,6 +87,14 @@ pub enum StopCause {
         /// The question.
         question: String,
     },
+    /// A resumed run found a side-effecting tool call that started before the crash and never
+    /// finished: re-running it could repeat the effect, so a human must decide (F34).
+    ResumeUnsafe {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+    },
     /// A cancel request was observed.
     Cancelled,
     /// The provider failed for good (after any retries).
@@ -128,7 +136,7 @@ impl StopCause {
             StopCause::Limit { reason } => reason.terminal_state(),
             StopCause::LoopDetected { .. } | StopCause::Guard { .. } => RunState::Error,
             StopCause::ProviderFailed { .. } => RunState::Error,
-            StopCause::HandedToHuman { .. } => RunState::WaitingOnHuman,
+            StopCause::HandedToHuman { .. } | StopCause::ResumeUnsafe { .. } => RunState::WaitingOnHuman,
             StopCause::Cancelled => RunState::Cancelled,
         }
     }
@@ -144,7 +152,7 @@ impl StopCause {
             | StopCause::EmptyReply
             | StopCause::LoopDetected { .. }
             | StopCause::Guard { .. } => ReplyMode::FallbackCall,
-            StopCause::ProviderFailed { .. } => ReplyMode::Deterministic,
+            StopCause::ProviderFailed { .. } | StopCause::ResumeUnsafe { .. } => ReplyMode::Deterministic,
             StopCause::Cancelled => ReplyMode::Silent,
         }
     }
@@ -163,6 +171,10 @@ impl StopCause {
             }
             StopCause::HandedToHuman { .. } => "a human's answer is needed".to_owned(),
             StopCause::Cancelled => "the run was cancelled".to_owned(),
+            StopCause::ResumeUnsafe { tool, call_id } => format!(
+                "the side-effecting tool `{tool}` (call {call_id}) may have run before the interruption; \
+                 a human must check before it is run again"
+            ),
             StopCause::ProviderFailed { message } => {
                 format!("the model provider failed ({message})")
             }

@@ -278,10 +278,10 @@ pub trait Provider: Send + Sync {
     async fn stream(&self, request: &ModelRequest<'_>) -> Result<ResponseStream, ProviderError> {
         let result = self.complete(request).await;
         let mut items = Vec::with_capacity(2);
-        if let Ok(response) = &result {
-            if let Some(text) = response.text.clone().filter(|t| !t.is_empty()) {
-                items.push(StreamEvent::TextDelta(text));
-            }
+        if let Ok(response) = &result
+            && let Some(text) = response.text.clone().filter(|t| !t.is_empty())
+        {
+            items.push(StreamEvent::TextDelta(text));
         }
         items.push(StreamEvent::Finished(result));
         Ok(Box::pin(futures_util::stream::iter(items)))

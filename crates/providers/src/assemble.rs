@@ -21,10 +21,10 @@ impl ToolCallAssembler {
     /// Adds a fragment: an id or name sets them (first one wins for the id), arguments append.
     pub fn push(&mut self, index: usize, id: Option<&str>, name: Option<&str>, arguments: &str) {
         let call = self.calls.entry(index).or_default();
-        if let Some(id) = id.filter(|i| !i.is_empty()) {
-            if call.id.is_empty() {
-                call.id = id.to_owned();
-            }
+        if let Some(id) = id.filter(|i| !i.is_empty())
+            && call.id.is_empty()
+        {
+            call.id = id.to_owned();
         }
         if let Some(name) = name.filter(|n| !n.is_empty()) {
             call.name.push_str(name);

@@ -87,10 +87,10 @@ impl<P: Provider> Provider for Recorder<P> {
         let file = std::sync::Arc::clone(&self.file);
         let mut snapshot = Some(snapshot);
         Ok(Box::pin(stream.map(move |item| {
-            if let StreamEvent::Finished(result) = &item {
-                if let Some(request) = snapshot.take() {
-                    write_line(&file, request, result);
-                }
+            if let StreamEvent::Finished(result) = &item
+                && let Some(request) = snapshot.take()
+            {
+                write_line(&file, request, result);
             }
             item
         })))
@@ -142,10 +142,10 @@ impl Replay {
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let parsed: Line = serde_json::from_str(line)
                 .map_err(|e| ReplayError::BadLine { line: n + 1, reason: e.to_string() })?;
-            if let Recorded::Ok(response) = &parsed.response {
-                if model.is_empty() {
-                    model = response.model.clone();
-                }
+            if let Recorded::Ok(response) = &parsed.response
+                && model.is_empty()
+            {
+                model = response.model.clone();
             }
             let message_count = parsed.request.get("messages").and_then(Value::as_array).map_or(0, Vec::len);
             let purpose = parsed.request.get("purpose").cloned().unwrap_or(Value::Null);

@@ -121,11 +121,11 @@ impl SeenChunks {
             }
             self.shown.push_back(Entry { key, text: chunk.text.clone(), source: chunk.source.clone(), call });
             kept.push((ref_id, chunk));
-            if self.shown.len() > self.capacity {
-                if let Some(oldest) = self.shown.pop_front() {
-                    self.index.remove(&oldest.key);
-                    self.first_ref += 1;
-                }
+            if self.shown.len() > self.capacity
+                && let Some(oldest) = self.shown.pop_front()
+            {
+                self.index.remove(&oldest.key);
+                self.first_ref += 1;
             }
         }
         self.duplicates_total += u64::from(duplicates);

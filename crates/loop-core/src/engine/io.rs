@@ -88,6 +88,7 @@ pub enum Action {
 pub enum Effect {
     /// Publish an event.
     Emit(Event),
-    /// Save a checkpoint of this kind now.
+    /// The step crossed this safe boundary: save a checkpoint after the step (one per step,
+    /// under the last boundary's kind, with the state the step ended in).
     Checkpoint(CheckpointKind),
 }

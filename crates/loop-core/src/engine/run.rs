@@ -340,10 +340,10 @@ impl RunBuilder {
         // A run grows right after it is built or restored: leave headroom so its first turns
         // do not copy the whole history to a bigger allocation.
         let mut messages = Vec::with_capacity(headroom(self.history.len()));
-        if let Some(system) = self.system {
-            if !self.history.iter().any(|m| m.role == Role::System) {
-                messages.push(Message::system(system));
-            }
+        if let Some(system) = self.system
+            && !self.history.iter().any(|m| m.role == Role::System)
+        {
+            messages.push(Message::system(system));
         }
         messages.extend(self.history);
         if let Some(user) = self.user {
@@ -353,10 +353,10 @@ impl RunBuilder {
             return Err(EngineError::NoInput);
         }
         let mut tools = self.tools;
-        if let Some(name) = &self.config.guardrails.ask_human_tool {
-            if !tools.iter().any(|t| &t.name == name) {
-                tools.push(ask_human_definition(name));
-            }
+        if let Some(name) = &self.config.guardrails.ask_human_tool
+            && !tools.iter().any(|t| &t.name == name)
+        {
+            tools.push(ask_human_definition(name));
         }
         let mut all_guards: Vec<Box<dyn Guard>> =
             if self.default_guards { guards::defaults(&self.config) } else { Vec::new() };

@@ -143,6 +143,7 @@ impl Run {
                     None => self.messages.push(message),
                 },
                 Decision::ForceToolChoice(choice) => self.core.pending_choice = Some(choice),
+                Decision::Checkpoint(kind) => self.checkpoint(kind),
                 Decision::Stop(cause) => return Some(cause),
                 Decision::ReplaceResult(result) => {
                     tracing::warn!(call_id = %result.call_id, "ReplaceResult is only honoured in before_tools; ignored");
@@ -555,7 +556,12 @@ impl Run {
         fallback: Option<FallbackKind>,
     ) -> Result<Action, EngineError> {
         self.set_state(cause.terminal_state())?;
-        self.checkpoint(CheckpointKind::Final);
+        let kind = if self.core.state == RunState::WaitingOnHuman {
+            CheckpointKind::HumanPause
+        } else {
+            CheckpointKind::Final
+        };
+        self.checkpoint(kind);
         let outcome = self.outcome(cause, text, fallback);
         self.core.phase = Phase::Finished { outcome: outcome.clone() };
         Ok(Action::Finish(outcome))

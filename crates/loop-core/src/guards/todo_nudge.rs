@@ -71,10 +71,11 @@ impl Guard for TodoNudge {
         results: &[ToolResult],
     ) -> Vec<Decision> {
         for (call, result) in calls.iter().zip(results) {
-            if call.name == self.tool && !result.is_error {
-                if let Some(open) = Self::read_list(call) {
-                    self.open = open;
-                }
+            if call.name == self.tool
+                && !result.is_error
+                && let Some(open) = Self::read_list(call)
+            {
+                self.open = open;
             }
         }
         Vec::new()

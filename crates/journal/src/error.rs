@@ -1,0 +1,87 @@
+//! The journal's errors: typed, never a panic, whatever the database holds.
+
+use looprail_loop_core::store::{CheckpointKind, StoreError};
+
+/// What went wrong with the run store.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The database could not be opened or queried.
+    #[error("database error: {0}")]
+    Database(String),
+    /// Another connection or process held the database longer than the busy timeout.
+    #[error("the database is locked by another connection or process (waited {waited_ms} ms); retry later")]
+    Locked {
+        /// How long we waited.
+        waited_ms: u64,
+    },
+    /// A stored row could not be decoded.
+    #[error("corrupt stored data in {what}: {reason}")]
+    Corrupt {
+        /// Which row.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// The database was written by a newer looprail.
+    #[error("the database schema is version {found}, this build knows up to {known}: upgrade looprail")]
+    SchemaTooNew {
+        /// The version found.
+        found: i64,
+        /// The newest this build knows.
+        known: i64,
+    },
+    /// No such run.
+    #[error("no run `{0}`")]
+    UnknownRun(String),
+    /// The run has no checkpoint it can resume from.
+    #[error("run `{run_id}` cannot be resumed: {reason}")]
+    NotResumable {
+        /// The run.
+        run_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The engine refused the restored run.
+    #[error(transparent)]
+    Engine(#[from] looprail_loop_core::engine::EngineError),
+    /// Driving the run failed.
+    #[error("driving the run failed: {0}")]
+    Driver(String),
+}
+
+impl JournalError {
+    /// Maps a sqlx error, recognising a locked database.
+    pub(crate) fn from_sqlx(error: sqlx::Error, waited_ms: u64) -> Self {
+        let text = error.to_string();
+        if text.contains("database is locked")
+            || text.contains("database table is locked")
+            || text.contains("SQLITE_BUSY")
+        {
+            JournalError::Locked { waited_ms }
+        } else {
+            JournalError::Database(text)
+        }
+    }
+
+    pub(crate) fn corrupt(what: impl Into<String>, reason: impl std::fmt::Display) -> Self {
+        JournalError::Corrupt { what: what.into(), reason: reason.to_string() }
+    }
+}
+
+impl From<JournalError> for StoreError {
+    fn from(error: JournalError) -> Self {
+        match error {
+            JournalError::Corrupt { .. } => StoreError::Corrupt(error.to_string()),
+            other => StoreError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+/// Why a resume did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResumeHalt {
+    /// The system prompt changed since the checkpoint; a human must decide (F34).
+    SystemPromptChanged,
+    /// The latest checkpoint's kind does not allow resume.
+    CheckpointKind(CheckpointKind),
+}

@@ -1,0 +1,381 @@
+//! [`Runner`]: drives runs against the SQLite store: lanes, heartbeats, cancel requests,
+//! checkpoints through the idempotency envelope, and safe resume (F31–F36).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use looprail_loop_core::Driver;
+use looprail_loop_core::config::LoopConfig;
+use looprail_loop_core::context::{ContextPolicy, KeepAll};
+use looprail_loop_core::engine::{Run, system_prompt_hash};
+use looprail_loop_core::event::{Event, EventSink};
+use looprail_loop_core::executor::{ParallelExecutor, ToolExecutor};
+use looprail_loop_core::guard::Guard;
+use looprail_loop_core::guards;
+use looprail_loop_core::outcome::Outcome;
+use looprail_loop_core::provider::Provider;
+use looprail_loop_core::state::RunState;
+use looprail_loop_core::tool::ToolSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::envelope::{EnvelopeExecutor, ResumeSafety};
+use crate::error::{JournalError, ResumeHalt};
+use crate::run_journal::{JournalHandle, RunJournal};
+use crate::store::{RunSpec, RunStatus, SqliteStore, Submitted, now_ms};
+
+type GuardFactory = Arc<dyn Fn() -> Vec<Box<dyn Guard>> + Send + Sync>;
+type PolicyFactory = Arc<dyn Fn() -> Box<dyn ContextPolicy> + Send + Sync>;
+
+/// What [`Runner::start`] did.
+// One value per run, never stored in bulk: boxing the outcome would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Started {
+    /// The run ran (to its end or to a human pause).
+    Ran(Outcome),
+    /// Its lane was busy; it starts when the active run ends.
+    Queued {
+        /// Runs before it.
+        ahead: i64,
+    },
+}
+
+/// What [`Runner::resume`] did.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Resumed {
+    /// The run continued from its checkpoint.
+    Ran(Outcome),
+    /// It was not resumed and now waits on a human.
+    Halted(ResumeHalt),
+}
+
+/// Executes runs durably. Everything a run needs to be rebuilt after a crash (provider, tools,
+/// guards, policy, system prompt) is code, given here; everything it did is in the store.
+pub struct Runner {
+    store: SqliteStore,
+    provider: Arc<dyn Provider>,
+    tools: ToolSet,
+    config: LoopConfig,
+    system_prompt: String,
+    guards: GuardFactory,
+    policy: PolicyFactory,
+    executor: Arc<dyn ToolExecutor>,
+    heartbeat_every: Duration,
+    events: EventSink,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner").field("model", &self.provider.model()).field("tools", &self.tools).finish()
+    }
+}
+
+fn status_of(state: RunState) -> RunStatus {
+    match state {
+        RunState::Completed => RunStatus::Completed,
+        RunState::Cancelled => RunStatus::Cancelled,
+        RunState::WaitingOnHuman | RunState::WaitingForInput => RunStatus::WaitingOnHuman,
+        RunState::TimedOut => RunStatus::TimedOut,
+        RunState::Running | RunState::WaitingForTool => RunStatus::Running,
+        RunState::MaxSteps | RunState::BudgetExceeded | RunState::Error => RunStatus::Failed,
+    }
+}
+
+impl Runner {
+    /// A runner with the default guards, no context policy, the parallel executor and a
+    /// heartbeat every 10 s.
+    pub fn new(
+        store: SqliteStore,
+        provider: Arc<dyn Provider>,
+        tools: ToolSet,
+        system_prompt: impl Into<String>,
+    ) -> Self {
+        Self {
+            store,
+            provider,
+            tools,
+            config: LoopConfig::default(),
+            system_prompt: system_prompt.into(),
+            guards: Arc::new(Vec::new),
+            policy: Arc::new(|| Box::new(KeepAll)),
+            executor: Arc::new(ParallelExecutor),
+            heartbeat_every: Duration::from_secs(10),
+            events: EventSink::none(),
+        }
+    }
+
+    /// The loop configuration.
+    #[must_use]
+    pub fn with_config(mut self, config: LoopConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Guards added to every run (built fresh for each, their state restored on resume).
+    #[must_use]
+    pub fn with_guards(mut self, guards: impl Fn() -> Vec<Box<dyn Guard>> + Send + Sync + 'static) -> Self {
+        self.guards = Arc::new(guards);
+        self
+    }
+
+    /// The context policy of every run.
+    #[must_use]
+    pub fn with_policy(
+        mut self,
+        policy: impl Fn() -> Box<dyn ContextPolicy> + Send + Sync + 'static,
+    ) -> Self {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    /// The executor inside the envelope (a retrying one, say).
+    #[must_use]
+    pub fn with_executor(mut self, executor: Arc<dyn ToolExecutor>) -> Self {
+        self.executor = executor;
+        self
+    }
+
+    /// How often a running run records its heartbeat and checks for a cancel request.
+    #[must_use]
+    pub fn with_heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat_every = every;
+        self
+    }
+
+    /// Where events go.
+    #[must_use]
+    pub fn with_events(mut self, events: EventSink) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &SqliteStore {
+        &self.store
+    }
+
+    fn conversation(lane: &str) -> &str {
+        lane.strip_prefix("conversation:").unwrap_or(lane)
+    }
+
+    async fn journal(&self, lane: &str) -> Result<JournalHandle, JournalError> {
+        let stored = self.store.load_journal(Self::conversation(lane)).await?;
+        let journal = match stored {
+            Some(value) => serde_json::from_value(value).map_err(|e| JournalError::corrupt("journals", e))?,
+            None => RunJournal::default(),
+        };
+        Ok(JournalHandle::new(journal))
+    }
+
+    fn guards_for(&self, run_id: &str, journal: &JournalHandle) -> Vec<Box<dyn Guard>> {
+        let mut all = guards::defaults(&self.config);
+        all.extend((self.guards)());
+        all.push(Box::new(ResumeSafety::new(run_id)));
+        all.push(Box::new(journal.guard()));
+        all
+    }
+
+    fn tools_for(&self, journal: &JournalHandle) -> ToolSet {
+        let (get, update, append) = journal.tools();
+        self.tools.clone().with(get).with(update).with(append)
+    }
+
+    /// Submits a run to its lane and, when the lane is free, runs it now; this worker then also
+    /// runs the lane's queued runs, in submission order, until the lane is empty. When the
+    /// submission started an older queued run instead (its worker had finished in between), this
+    /// worker runs that chain, which reaches this run in its turn.
+    pub async fn start(&self, spec: &RunSpec) -> Result<Started, JournalError> {
+        let first = match self.store.submit(spec).await? {
+            Submitted::Started => spec.run_id.clone(),
+            Submitted::Queued { dispatched: Some(other), .. } => other,
+            Submitted::Queued { ahead, dispatched: None } => return Ok(Started::Queued { ahead }),
+        };
+        let mut mine = None;
+        let mut next = Some(first);
+        while let Some(run_id) = next {
+            next = match self.execute_one(&run_id).await {
+                Ok((outcome, next)) => {
+                    if run_id == spec.run_id {
+                        mine = Some(outcome);
+                    }
+                    next
+                }
+                Err(error) if run_id == spec.run_id => return Err(error),
+                Err(error) => {
+                    tracing::warn!(name: "agent_run.dispatch_next_failed", %run_id, %error, "a queued run failed to start");
+                    None
+                }
+            };
+        }
+        Ok(match mine {
+            Some(outcome) => Started::Ran(outcome),
+            None => Started::Queued { ahead: 0 },
+        })
+    }
+
+    /// Executes a run this worker claimed (its status is `running`).
+    pub async fn execute(&self, run_id: &str) -> Result<Outcome, JournalError> {
+        self.execute_one(run_id).await.map(|(outcome, _)| outcome)
+    }
+
+    async fn execute_one(&self, run_id: &str) -> Result<(Outcome, Option<String>), JournalError> {
+        let row = self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+        let journal = self.journal(&row.lane).await?;
+        let snapshot = journal.snapshot();
+        let mut builder = Run::builder(self.config.clone())
+            .system(snapshot.system_prompt(&self.system_prompt))
+            .depth(u32::try_from(row.depth).unwrap_or(u32::MAX))
+            .tools(self.tools_for(&journal).definitions())
+            .policy(PolicyBox((self.policy)()));
+        if !snapshot.is_empty() {
+            builder = builder.history(snapshot.messages().to_vec());
+        }
+        for guard in self.guards_for(run_id, &journal) {
+            builder = builder.boxed_guard(guard);
+        }
+        // Default guards were added by hand above (their state must be restorable by name).
+        let run = builder.without_default_guards().user(row.input.clone()).build()?;
+        self.events.emit(&Event::RunStarted { run_id: run_id.to_owned() });
+        self.drive(run_id, &row.lane, run, journal).await
+    }
+
+    /// Resumes a run from its latest resumable checkpoint (F34): completed tool calls are
+    /// replayed from the envelope, interrupted idempotent ones run again, an interrupted
+    /// side-effecting one halts the run for a human; a changed system prompt halts it too.
+    pub async fn resume(&self, run_id: &str) -> Result<Resumed, JournalError> {
+        let row = self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+        let checkpoint =
+            self.store.latest_resumable(run_id).await?.ok_or_else(|| JournalError::NotResumable {
+                run_id: run_id.to_owned(),
+                reason: "it has no resumable checkpoint".into(),
+            })?;
+        let journal = self.journal(&row.lane).await?;
+        let expected = system_prompt_hash(&self.base_prompt_for(&checkpoint.messages));
+        if checkpoint.header.core.system_prompt_hash.as_deref().is_some_and(|h| h != expected) {
+            self.store.set_status(run_id, RunStatus::WaitingOnHuman).await?;
+            return Ok(Resumed::Halted(ResumeHalt::SystemPromptChanged));
+        }
+        let run = Run::restore(
+            checkpoint.header,
+            checkpoint.messages,
+            self.guards_for(run_id, &journal),
+            (self.policy)(),
+        )?;
+        self.store.set_status(run_id, RunStatus::Running).await?;
+        self.drive(run_id, &row.lane, run, journal).await.map(|(outcome, _)| Resumed::Ran(outcome))
+    }
+
+    /// The system prompt this runner would build for a run whose stored conversation is
+    /// `messages` (the digest part comes from the journal at the time, so it is read back).
+    fn base_prompt_for(&self, messages: &[looprail_loop_core::message::Message]) -> String {
+        let stored = messages
+            .iter()
+            .find(|m| m.role == looprail_loop_core::message::Role::System)
+            .and_then(|m| m.joined_text())
+            .unwrap_or_default();
+        match stored.strip_prefix(self.system_prompt.as_str()) {
+            Some(rest) if rest.is_empty() || rest.starts_with("\n\nRun journal:") => stored.clone(),
+            _ => self.system_prompt.clone(),
+        }
+    }
+
+    /// Drives a run; returns its outcome and the lane's next run if finishing it started one.
+    async fn drive(
+        &self,
+        run_id: &str,
+        lane: &str,
+        mut run: Run,
+        journal: JournalHandle,
+    ) -> Result<(Outcome, Option<String>), JournalError> {
+        let cancel = CancellationToken::new();
+        // Aborted when this future ends or is dropped: a run that stops (or whose caller gives
+        // up on it) must stop looking alive.
+        let _heartbeat = AbortOnDrop({
+            let (store, run_id, cancel, every) =
+                (self.store.clone(), run_id.to_owned(), cancel.clone(), self.heartbeat_every);
+            tokio::spawn(async move {
+                loop {
+                    let _ = store.heartbeat(&run_id, now_ms()).await;
+                    if store.cancel_requested(&run_id).await.unwrap_or(false) {
+                        cancel.cancel();
+                    }
+                    tokio::time::sleep(every).await;
+                }
+            })
+        });
+        let envelope =
+            EnvelopeExecutor::new(self.store.clone(), run_id).with_inner(Arc::clone(&self.executor));
+        let driver = Driver::new(Arc::clone(&self.provider), self.tools_for(&journal))
+            .with_store(Arc::new(self.store.clone()), run_id)
+            .with_executor(Arc::new(envelope))
+            .with_cancel(cancel)
+            .with_events(self.events.clone());
+        let result = driver.drive(&mut run).await;
+        drop(_heartbeat);
+        let outcome = result.map_err(|e| JournalError::Driver(e.to_string()))?;
+        self.store
+            .save_journal(
+                Self::conversation(lane),
+                &serde_json::to_value(journal.snapshot()).unwrap_or_default(),
+            )
+            .await?;
+        let status = status_of(outcome.state);
+        let next = if status.holds_lane() {
+            self.store.set_status(run_id, status).await?;
+            None
+        } else {
+            self.store.finish(run_id, status).await?
+        };
+        Ok((outcome, next))
+    }
+}
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Adapts a boxed policy to the builder's `impl ContextPolicy`.
+struct PolicyBox(Box<dyn ContextPolicy>);
+
+impl ContextPolicy for PolicyBox {
+    fn prepare(
+        &mut self,
+        messages: &mut Vec<looprail_loop_core::message::Message>,
+        view: &looprail_loop_core::context::ContextView<'_>,
+    ) -> looprail_loop_core::context::ContextStep {
+        self.0.prepare(messages, view)
+    }
+    fn apply_summary(
+        &mut self,
+        messages: &mut Vec<looprail_loop_core::message::Message>,
+        summary: Result<String, String>,
+        view: &looprail_loop_core::context::ContextView<'_>,
+    ) -> Vec<looprail_loop_core::guard::Decision> {
+        self.0.apply_summary(messages, summary, view)
+    }
+    fn on_overflow(
+        &mut self,
+        messages: &mut Vec<looprail_loop_core::message::Message>,
+        view: &looprail_loop_core::context::ContextView<'_>,
+    ) -> looprail_loop_core::context::ContextStep {
+        self.0.on_overflow(messages, view)
+    }
+    fn on_user_turn(&mut self) {
+        self.0.on_user_turn();
+    }
+    fn save_state(&self) -> serde_json::Value {
+        self.0.save_state()
+    }
+    fn load_state(
+        &mut self,
+        state: serde_json::Value,
+    ) -> Result<(), looprail_loop_core::guard::GuardStateError> {
+        self.0.load_state(state)
+    }
+}

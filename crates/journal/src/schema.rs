@@ -1,0 +1,88 @@
+//! The schema, versioned: each migration runs once, in order, at open. A database newer than
+//! this build is refused with [`JournalError::SchemaTooNew`].
+
+use sqlx::{Row, SqlitePool};
+
+use crate::error::JournalError;
+
+/// The migrations, oldest first; the version of a database is how many it has applied.
+const MIGRATIONS: &[&str] = &[
+    // 1: runs, messages, checkpoints, the tool-call envelope, journals.
+    "CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        parent_run_id TEXT,
+        depth INTEGER NOT NULL DEFAULT 0,
+        input TEXT NOT NULL,
+        status TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        heartbeat_at INTEGER,
+        cancel_requested_at INTEGER,
+        resume_available INTEGER NOT NULL DEFAULT 0,
+        persisted_messages INTEGER NOT NULL DEFAULT 0,
+        last_message_hash TEXT
+     );
+     CREATE INDEX runs_by_lane ON runs (lane, status, seq);
+     CREATE TABLE messages (
+        run_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (run_id, idx)
+     );
+     CREATE TABLE checkpoints (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        header TEXT NOT NULL,
+        message_count INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, seq)
+     );
+     CREATE TABLE tool_calls (
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        completed_at INTEGER,
+        result TEXT,
+        PRIMARY KEY (run_id, tool_call_id)
+     );
+     CREATE TABLE journals (
+        conversation TEXT PRIMARY KEY,
+        body TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+     );",
+];
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Applies the missing migrations, each in its own transaction.
+pub(crate) async fn migrate(pool: &SqlitePool) -> Result<(), JournalError> {
+    let db = |e: sqlx::Error| JournalError::from_sqlx(e, 0);
+    sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        .execute(pool)
+        .await
+        .map_err(db)?;
+    let row =
+        sqlx::query("SELECT MAX(version) AS v FROM schema_version").fetch_one(pool).await.map_err(db)?;
+    let current: Option<i64> = row.try_get("v").map_err(|e| JournalError::corrupt("schema_version", e))?;
+    let current = current.unwrap_or(0);
+    if current > SCHEMA_VERSION {
+        return Err(JournalError::SchemaTooNew { found: current, known: SCHEMA_VERSION });
+    }
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+        sqlx::raw_sql(*migration).execute(&mut *tx).await.map_err(db)?;
+        sqlx::query("INSERT INTO schema_version (version) VALUES (?)")
+            .bind(index as i64 + 1)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,249 @@
+//! Crash and resume from the same SQLite file (issue 8, B7): killed at every model call and in
+//! the middle of every tool call, a run resumes to the conversation the uninterrupted run had,
+//! and a side effect never happens twice.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{ByTurn, EffectTool, Effects, calls, temp_db};
+use looprail_journal::{ResumeHalt, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started};
+use looprail_loop_core::prelude::*;
+use proptest::prelude::*;
+
+const SYSTEM: &str = "You are a careful agent.";
+
+/// read (idempotent), send (side effect), read, send, then the answer.
+fn script() -> Vec<ModelResponse> {
+    vec![
+        calls("r1", "read"),
+        calls("s1", "send"),
+        calls("r2", "read"),
+        calls("s2", "send"),
+        ModelResponse::text("by-turn", "finished"),
+    ]
+}
+
+struct World {
+    provider: ByTurn,
+    read: EffectTool,
+    send: EffectTool,
+}
+
+fn world(effects: &Effects, script: Vec<ModelResponse>) -> World {
+    World {
+        provider: ByTurn::new(script),
+        read: EffectTool::new("read", true, effects.clone()),
+        send: EffectTool::new("send", false, effects.clone()),
+    }
+}
+
+fn runner(store: &SqliteStore, world: World) -> Runner {
+    let tools = ToolSet::new().with(world.read).with(world.send);
+    Runner::new(store.clone(), Arc::new(world.provider), tools, SYSTEM)
+        .with_heartbeat(Duration::from_millis(20))
+}
+
+async fn reference() -> Vec<Message> {
+    let path = temp_db("reference");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let effects = Effects::default();
+    let runner = runner(&store, world(&effects, script()));
+    let Started::Ran(outcome) = runner.start(&RunSpec::new("ref", "c", "do it")).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(outcome.final_text, "finished");
+    let messages = final_messages(&store).await;
+    let _ = std::fs::remove_file(path);
+    messages
+}
+
+async fn final_messages(store: &SqliteStore) -> Vec<Message> {
+    use looprail_loop_core::store::CheckpointStore;
+    let runs = store.runs().await.unwrap();
+    store.latest(&runs.last().unwrap().run_id).await.unwrap().unwrap().messages
+}
+
+/// Runs until `crash` fires, then drops the whole runner, as a killed process would.
+async fn run_until_crash(path: &std::path::Path, effects: &Effects, crash: Crash) {
+    let store = SqliteStore::open(path).await.unwrap();
+    let mut w = world(effects, script());
+    let signal = match &crash {
+        Crash::AtModelCall(turn) => {
+            w.provider.block_at = Some(*turn);
+            w.provider.blocked.clone()
+        }
+        Crash::InTool(call_id) => {
+            let tool = if call_id.starts_with('s') { &mut w.send } else { &mut w.read };
+            tool.hang_on = Some(call_id.clone());
+            tool.hanging.clone()
+        }
+    };
+    let runner = runner(&store, w);
+    let task = tokio::spawn(async move { runner.start(&RunSpec::new("run", "c", "do it")).await });
+    signal.notified().await;
+    task.abort();
+    let _ = task.await;
+    store.pool().close().await;
+}
+
+#[derive(Debug, Clone)]
+enum Crash {
+    AtModelCall(usize),
+    InTool(String),
+}
+
+/// Resumes until the run is over, resolving resume-unsafe halts as a human would (saying the
+/// call did go through). Returns the number of human interventions.
+async fn resume_to_end(path: &std::path::Path, effects: &Effects) -> (usize, Outcome) {
+    let store = SqliteStore::open(path).await.unwrap();
+    let mut interventions = 0;
+    loop {
+        let runner = runner(&store, world(effects, script()));
+        match runner.resume("run").await.unwrap() {
+            Resumed::Ran(outcome) if outcome.state == RunState::WaitingOnHuman => {
+                let StopCause::ResumeUnsafe { call_id, tool } = &outcome.stop else {
+                    panic!("{:?}", outcome.stop)
+                };
+                assert_eq!(store.run("run").await.unwrap().unwrap().status, RunStatus::WaitingOnHuman);
+                store.resolve_tool_call("run", call_id, &format!("{tool} done"), false).await.unwrap();
+                interventions += 1;
+            }
+            Resumed::Ran(outcome) => return (interventions, outcome),
+            Resumed::Halted(halt) => panic!("unexpected halt {halt:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_at_every_model_call_and_inside_every_tool_call_it_resumes_to_the_same_end() {
+    let expected = reference().await;
+    let mut crashes: Vec<Crash> = (0..5).map(Crash::AtModelCall).collect();
+    crashes.extend(["r1", "s1", "r2", "s2"].iter().map(|c| Crash::InTool((*c).to_owned())));
+    for crash in crashes {
+        let path = temp_db("crash");
+        let effects = Effects::default();
+        tokio::time::timeout(Duration::from_secs(30), run_until_crash(&path, &effects, crash.clone()))
+            .await
+            .expect("crash phase hung");
+        let (interventions, outcome) =
+            tokio::time::timeout(Duration::from_secs(30), resume_to_end(&path, &effects))
+                .await
+                .expect("resume hung");
+        assert_eq!(outcome.final_text, "finished", "{crash:?}");
+        for send in ["s1", "s2"] {
+            assert_eq!(effects.count(send), 1, "{crash:?}: `{send}` must happen exactly once");
+        }
+        for read in ["r1", "r2"] {
+            assert!(effects.count(read) >= 1, "{crash:?}: `{read}` must happen");
+        }
+        let expect_human = matches!(&crash, Crash::InTool(c) if c.starts_with('s'));
+        assert_eq!(interventions, usize::from(expect_human), "{crash:?}");
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(final_messages(&store).await, expected, "{crash:?}: no message lost or duplicated");
+        assert_eq!(store.run("run").await.unwrap().unwrap().status, RunStatus::Completed);
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_system_prompt_halts_the_resume_for_a_human() {
+    let path = temp_db("prompt");
+    let effects = Effects::default();
+    run_until_crash(&path, &effects, Crash::AtModelCall(2)).await;
+    let store = SqliteStore::open(&path).await.unwrap();
+    let w = world(&effects, script());
+    let tools = ToolSet::new().with(w.read).with(w.send);
+    let edited = Runner::new(store.clone(), Arc::new(w.provider), tools, "You are a reckless agent.");
+    let Resumed::Halted(halt) = edited.resume("run").await.unwrap() else { panic!("must halt") };
+    assert_eq!(halt, ResumeHalt::SystemPromptChanged);
+    assert_eq!(store.run("run").await.unwrap().unwrap().status, RunStatus::WaitingOnHuman);
+    let _ = std::fs::remove_file(path);
+}
+
+fn step() -> impl Strategy<Value = (bool, u8)> {
+    (any::<bool>(), 0u8..3)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random scripts of reads and sends, a random crash point, resume until done: a send's
+    /// effect happens at most once, a read's at least once, the run ends completed, and the
+    /// conversation is the uninterrupted one.
+    #[test]
+    fn side_effects_happen_at_most_once_across_crash_and_resume(steps in prop::collection::vec(step(), 1..6), crash_at in 0usize..12) {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let mut script: Vec<ModelResponse> = steps
+                .iter()
+                .enumerate()
+                .map(|(i, (is_send, _))| if *is_send { calls(&format!("s{i}"), "send") } else { calls(&format!("r{i}"), "read") })
+                .collect();
+            script.push(ModelResponse::text("by-turn", "finished"));
+            let n = steps.len();
+            // Crash points: model calls 0..=n, then tool calls.
+            let crash = if crash_at <= n {
+                Crash::AtModelCall(crash_at)
+            } else {
+                let i = (crash_at - n - 1) % n;
+                Crash::InTool(if steps[i].0 { format!("s{i}") } else { format!("r{i}") })
+            };
+            let reference_path = temp_db("pref");
+            let reference_store = SqliteStore::open(&reference_path).await.unwrap();
+            let reference_effects = Effects::default();
+            let w = world(&reference_effects, script.clone());
+            let r = Runner::new(reference_store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
+            r.start(&RunSpec::new("run", "c", "do it")).await.unwrap();
+            let expected = final_messages(&reference_store).await;
+
+            let path = temp_db("prop");
+            let effects = Effects::default();
+            {
+                let store = SqliteStore::open(&path).await.unwrap();
+                let mut w = world(&effects, script.clone());
+                let signal = match &crash {
+                    Crash::AtModelCall(turn) => { w.provider.block_at = Some(*turn); w.provider.blocked.clone() }
+                    Crash::InTool(id) => {
+                        let tool = if id.starts_with('s') { &mut w.send } else { &mut w.read };
+                        tool.hang_on = Some(id.clone());
+                        tool.hanging.clone()
+                    }
+                };
+                let runner = Runner::new(store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
+                let task = tokio::spawn(async move { runner.start(&RunSpec::new("run", "c", "do it")).await });
+                signal.notified().await;
+                task.abort();
+                let _ = task.await;
+                store.pool().close().await;
+            }
+            let store = SqliteStore::open(&path).await.unwrap();
+            let final_outcome = loop {
+                let w = world(&effects, script.clone());
+                let runner = Runner::new(store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
+                match runner.resume("run").await.unwrap() {
+                    Resumed::Ran(o) if o.state == RunState::WaitingOnHuman => {
+                        let StopCause::ResumeUnsafe { call_id, tool } = &o.stop else { panic!("{:?}", o.stop) };
+                        store.resolve_tool_call("run", call_id, &format!("{tool} done"), false).await.unwrap();
+                    }
+                    Resumed::Ran(o) => break o,
+                    Resumed::Halted(h) => panic!("{h:?}"),
+                }
+            };
+            assert_eq!(final_outcome.state, RunState::Completed);
+            for (i, (is_send, _)) in steps.iter().enumerate() {
+                if *is_send {
+                    assert_eq!(effects.count(&format!("s{i}")), 1, "send s{i} ran {} times", effects.count(&format!("s{i}")));
+                } else {
+                    assert!(effects.count(&format!("r{i}")) >= 1);
+                }
+            }
+            assert_eq!(final_messages(&store).await, expected);
+            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(reference_path);
+        });
+    }
+}
