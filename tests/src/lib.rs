@@ -182,3 +182,7 @@ pub struct RetryGuideDoctests;
 #[doc = include_str!("../../docs/compaction.md")]
 #[cfg(doctest)]
 pub struct CompactionGuideDoctests;
+
+#[doc = include_str!("../../docs/journal.md")]
+#[cfg(doctest)]
+pub struct JournalGuideDoctests;

@@ -10,6 +10,9 @@ use looprail_loop_core::finalize::Finalizer;
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
 use looprail_loop_core::tool::{ToolContext, ToolErrorKind, ToolOutput};
+
+use looprail_compaction::{AutoCompaction, AutoCompactionConfig};
+use looprail_journal::{Resumed, RunSpec, Runner, SqliteStore};
 use looprail_rag_dedup::{Chunk, RagDedup};
 use looprail_retry::RetryingExecutor;
 use tokio_util::sync::CancellationToken;
@@ -266,6 +269,120 @@ fn tool_retries(quiet: bool) -> Result<Check, String> {
     Ok(Check { note, outcome, ok })
 }
 
+fn context_pressure(quiet: bool) -> Result<Check, String> {
+    // An 8,000-token window: reading 16 fare tables of 400 tokens crosses 70% of it.
+    let mut provider = ScriptedProvider::new("scripted");
+    for page in 0..16 {
+        provider = provider.call_tool("read_fare_table", &format!(r#"{{"page": {page}}}"#));
+    }
+    let provider = provider.reply_text("The cheapest fare is on page 12.");
+    let tools = ToolSet::new()
+        .with(RecordingTool::new("read_fare_table").idempotent(true).output("fare ".repeat(400)));
+    let policy = AutoCompaction::new(AutoCompactionConfig { context_window: 8_000, ..Default::default() });
+    let mut run = Run::builder(LoopConfig::default())
+        .user("Find the cheapest fare.")
+        .tools(tools.definitions())
+        .policy(policy)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let compactions = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = compactions.clone();
+    let progress = stderr_sink("compaction", quiet);
+    let sink = EventSink::new(move |event| {
+        progress.emit(event);
+        if let (Event::CompactionRun { before_tokens, after_tokens, .. }, Ok(mut list)) = (event, seen.lock())
+        {
+            list.push((*before_tokens, *after_tokens));
+        }
+    });
+    let outcome = runtime()?
+        .block_on(Driver::new(Arc::new(provider), tools).with_events(sink).drive(&mut run))
+        .map_err(|e| e.to_string())?;
+    let compactions = compactions.lock().map(|c| c.clone()).unwrap_or_default();
+    let ok = outcome.state == RunState::Completed && compactions.len() == 1;
+    let note = match compactions.first() {
+        Some((before, after)) => format!("compacted {before} -> {after} tokens"),
+        None => "no compaction".to_owned(),
+    };
+    Ok(Check { note, outcome, ok })
+}
+
+/// A side-effecting tool that sends (counted) and, the first time, dies before it can return.
+struct SendEmail {
+    sent: Arc<std::sync::atomic::AtomicU32>,
+    crash_first: std::sync::atomic::AtomicBool,
+    crashed: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait::async_trait]
+impl Tool for SendEmail {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new("send_email", "send an email", serde_json::json!({"type": "object"}))
+    }
+    async fn call(&self, _args: serde_json::Value, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.crash_first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.crashed.notify_one();
+            std::future::pending::<()>().await; // the worker dies here
+        }
+        Ok("sent".into())
+    }
+}
+
+fn crash_resume(quiet: bool) -> Result<Check, String> {
+    let dir = std::env::temp_dir().join(format!("looprail-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let db = dir.join("runs.db");
+    let _ = std::fs::remove_file(&db);
+    let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let script = || {
+        ScriptedProvider::new("scripted")
+            .call_tool("send_email", r#"{"to": "ops@example.com"}"#)
+            .reply_text("Booking confirmed by email.")
+    };
+    let runtime = runtime()?;
+    let note = runtime.block_on(async {
+        let store = SqliteStore::open(&db).await.map_err(|e| e.to_string())?;
+        // Worker 1 dies in the middle of the side-effecting call.
+        let crashed = Arc::new(tokio::sync::Notify::new());
+        let tool = SendEmail { sent: sent.clone(), crash_first: true.into(), crashed: crashed.clone() };
+        let runner =
+            Runner::new(store.clone(), Arc::new(script()), ToolSet::new().with(tool), "You book travel.")
+                .with_events(stderr_sink("crash-resume", quiet));
+        let task = tokio::spawn(async move {
+            runner.start(&RunSpec::new("booking-1", "trip", "Email the confirmation")).await
+        });
+        crashed.notified().await;
+        task.abort();
+        let _ = task.await;
+        // Worker 2 resumes from the SQLite file: it must not send again.
+        let tool = || SendEmail {
+            sent: sent.clone(),
+            crash_first: false.into(),
+            crashed: Arc::new(tokio::sync::Notify::new()),
+        };
+        let runner =
+            Runner::new(store.clone(), Arc::new(script()), ToolSet::new().with(tool()), "You book travel.");
+        let first = runner.resume("booking-1").await.map_err(|e| e.to_string())?;
+        let Resumed::Ran(halted) = first else { return Err("the resume did not run".to_owned()) };
+        if halted.state != RunState::WaitingOnHuman {
+            return Err(format!("expected a halt for a human, got {:?}", halted.state));
+        }
+        // A person checks the mail server and records that it went out.
+        store.resolve_tool_call("booking-1", "call_1", "sent", false).await.map_err(|e| e.to_string())?;
+        let runner = Runner::new(store, Arc::new(script()), ToolSet::new().with(tool()), "You book travel.");
+        match runner.resume("booking-1").await.map_err(|e| e.to_string())? {
+            Resumed::Ran(outcome) => Ok(outcome),
+            Resumed::Halted(h) => Err(format!("halted: {h:?}")),
+        }
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    let outcome = note?;
+    let emails = sent.load(std::sync::atomic::Ordering::SeqCst);
+    let ok = outcome.state == RunState::Completed && emails == 1;
+    Ok(Check { note: format!("killed mid-send, resumed from SQLite: {emails} email sent"), outcome, ok })
+}
+
 const SCENARIOS: &[Scenario] = &[
     Scenario { name: "normal", what: "a tool call, then the answer", run: normal },
     Scenario { name: "budget", what: "tool-call budget stop with its fallback reply", run: budget_stop },
@@ -285,6 +402,12 @@ const SCENARIOS: &[Scenario] = &[
         name: "tool-retry",
         what: "a transient failure retried only for the idempotent tool",
         run: tool_retries,
+    },
+    Scenario { name: "compaction", what: "context pressure compacted", run: context_pressure },
+    Scenario {
+        name: "crash-resume",
+        what: "a crash mid-tool, resumed from the SQLite file",
+        run: crash_resume,
     },
 ];
 

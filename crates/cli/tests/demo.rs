@@ -11,9 +11,9 @@ fn demo_exits_zero_with_every_scenario_ok() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "demo failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     let rows: Vec<&str> = stdout.lines().skip(1).filter(|l| !l.contains("scenarios behaved")).collect();
-    assert_eq!(rows.len(), 11, "{stdout}");
+    assert_eq!(rows.len(), 13, "{stdout}");
     assert!(rows.iter().all(|r| r.split_whitespace().nth(1) == Some("ok")), "{stdout}");
-    assert!(stdout.contains("11 of 11 scenarios behaved as expected"));
+    assert!(stdout.contains("13 of 13 scenarios behaved as expected"));
 }
 
 #[test]
