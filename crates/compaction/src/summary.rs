@@ -50,8 +50,14 @@ pub fn pinned_results(part: &[Message]) -> Vec<(String, String)> {
 
 /// Builds the summary message for `part` with `summary` (a model's or a deterministic note).
 pub fn summary_message(summary: &str, part: &[Message], marker: &str) -> Message {
+    summary_message_with(summary, part, marker, true)
+}
+
+/// Like [`summary_message`], optionally without the pinned results (used when they would make
+/// the summary larger than what it replaces).
+pub fn summary_message_with(summary: &str, part: &[Message], marker: &str, pins: bool) -> Message {
     let mut text = format!("[{marker}: {} earlier messages]\n{}", part.len(), summary.trim());
-    let pins = pinned_results(part);
+    let pins = if pins { pinned_results(part) } else { Vec::new() };
     if !pins.is_empty() {
         text.push_str("\n\nLatest results of each tool from that part:");
         for (tool, result) in pins {

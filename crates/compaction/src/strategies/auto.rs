@@ -12,7 +12,7 @@ use looprail_loop_core::tool::ToolChoice;
 use crate::counter::TiktokenCounter;
 use crate::ledger::TokenLedger;
 use crate::pairs::{body_start, tail_start};
-use crate::summary::{SUMMARY_INSTRUCTION, replace_history, summary_message};
+use crate::summary::{SUMMARY_INSTRUCTION, replace_history, summary_message, summary_message_with};
 
 /// Settings of [`AutoCompaction`], with S2's numbers as defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +74,9 @@ impl AutoCompactionConfig {
         (self.context_window as f64 * self.threshold) as u64
     }
 }
+
+/// Old history smaller than this is not worth a summary call.
+pub const MIN_SUMMARISED_TOKENS: u64 = 100;
 
 /// A recovery stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,7 +181,22 @@ impl AutoCompaction {
             return ContextStep::ready();
         }
         let iteration = view.counters.turns;
-        let stage = self.next_stage(iteration);
+        let body = body_start(messages);
+        // A stage with too little old history to summarise cannot help: climb to the next one.
+        let mut stage = self.next_stage(iteration);
+        let mut split = body;
+        while stage != Stage::AskHuman {
+            let keep = if stage == Stage::Compaction {
+                self.config.keep_verbatim
+            } else {
+                self.config.deep_keep_verbatim
+            };
+            split = tail_start(messages, keep);
+            if split > body && self.ledger.sum(body..split) >= MIN_SUMMARISED_TOKENS {
+                break;
+            }
+            stage = if stage == Stage::Compaction { Stage::DeepPrune } else { Stage::AskHuman };
+        }
         self.state.recoveries += 1;
         if stage == Stage::AskHuman {
             let event = Decision::Emit(Event::RecoveryFired {
@@ -206,16 +224,6 @@ impl AutoCompaction {
                 Decision::Inject(Message::internal_user("context_ask_human", note)),
                 Decision::ForceToolChoice(ToolChoice::Named(tool)),
             ]);
-        }
-        let keep = if stage == Stage::Compaction {
-            self.config.keep_verbatim
-        } else {
-            self.config.deep_keep_verbatim
-        };
-        let body = body_start(messages);
-        let split = tail_start(messages, keep);
-        if split <= body {
-            return ContextStep::ready(); // nothing old enough to summarise
         }
         match stage {
             Stage::Compaction => self.state.last_compaction = Some(iteration),
@@ -270,7 +278,16 @@ impl ContextPolicy for AutoCompaction {
             }
         };
         let marker = if pending.stage == Stage::DeepPrune { "Deep pruned" } else { "Summary" };
-        let message = summary_message(&text, &messages[pending.body..pending.split], marker);
+        let part = &messages[pending.body..pending.split];
+        // The replacement must be smaller than what it replaces: drop the pins if they make it
+        // larger, and leave the history alone if even the bare note does.
+        let mut message = summary_message(&text, part, marker);
+        if self.counter.count_message(&message) >= replaced_tokens {
+            message = summary_message_with(&text, part, marker, false);
+        }
+        if self.counter.count_message(&message) >= replaced_tokens {
+            return Vec::new();
+        }
         replace_history(messages, pending.body, pending.split, message);
         let after = self.ledger.recount(messages, &self.counter);
         let event = match pending.stage {
