@@ -44,12 +44,13 @@ impl ErrorPatterns {
             || self.contains.iter().any(|c| text.contains(c.as_str()))
     }
 
-    /// Sets `is_error` on every tool result of `messages` by these patterns.
+    /// Marks as errors the tool results of `messages` that these patterns recognise (a result
+    /// already flagged by its log, as Anthropic's are, stays flagged).
     pub fn classify(&self, messages: &mut [Message]) {
         for message in messages.iter_mut().filter(|m| m.role == Role::Tool) {
             for part in &mut message.content {
                 if let looprail_loop_core::message::ContentPart::ToolResult(result) = part {
-                    result.is_error = self.is_error(&result.content);
+                    result.is_error = result.is_error || self.is_error(&result.content);
                 }
             }
         }

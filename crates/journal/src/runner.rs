@@ -63,6 +63,7 @@ pub struct Runner {
     executor: Arc<dyn ToolExecutor>,
     heartbeat_every: Duration,
     events: EventSink,
+    streaming: bool,
 }
 
 impl std::fmt::Debug for Runner {
@@ -102,6 +103,7 @@ impl Runner {
             executor: Arc::new(ParallelExecutor),
             heartbeat_every: Duration::from_secs(10),
             events: EventSink::none(),
+            streaming: false,
         }
     }
 
@@ -147,6 +149,13 @@ impl Runner {
     #[must_use]
     pub fn with_events(mut self, events: EventSink) -> Self {
         self.events = events;
+        self
+    }
+
+    /// Streams model calls (text deltas become events).
+    #[must_use]
+    pub fn with_streaming(mut self, on: bool) -> Self {
+        self.streaming = on;
         self
     }
 
@@ -310,7 +319,8 @@ impl Runner {
             .with_store(Arc::new(self.store.clone()), run_id)
             .with_executor(Arc::new(envelope))
             .with_cancel(cancel)
-            .with_events(self.events.clone());
+            .with_events(self.events.clone())
+            .streaming(self.streaming);
         let result = driver.drive(&mut run).await;
         drop(_heartbeat);
         let outcome = result.map_err(|e| JournalError::Driver(e.to_string()))?;

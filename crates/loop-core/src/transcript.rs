@@ -120,3 +120,174 @@ mod tests {
         assert_eq!(messages[1].tool_calls().next().unwrap().arguments, r#"{"x":1}"#);
     }
 }
+
+fn anthropic_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// Reads Anthropic Messages-format messages (`content` as a string or blocks: `text`,
+/// `tool_use`, `tool_result`); a `tool_result` becomes a tool message, keeping its `is_error`.
+pub fn from_anthropic_messages(raw: &[Value]) -> Result<Vec<Message>, TranscriptError> {
+    let mut out = Vec::with_capacity(raw.len());
+    for (index, value) in raw.iter().enumerate() {
+        let fail = |reason: &str| TranscriptError { index, reason: reason.to_owned() };
+        let role = value.get("role").and_then(Value::as_str).ok_or_else(|| fail("no `role`"))?;
+        let content = value.get("content").cloned().unwrap_or(Value::Null);
+        let blocks: Vec<Value> = match &content {
+            Value::Array(blocks) => blocks.clone(),
+            _ => Vec::new(),
+        };
+        match role {
+            "assistant" => {
+                let mut calls = Vec::new();
+                for block in
+                    blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                {
+                    let id = block
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| fail("tool_use without `id`"))?;
+                    let name = block
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| fail("tool_use without `name`"))?;
+                    let input = block.get("input").cloned().unwrap_or_else(|| serde_json::json!({}));
+                    calls.push(ToolCall::new(id, name, input.to_string()));
+                }
+                out.push(Message::assistant_with_calls(Some(anthropic_text(&content)), calls));
+            }
+            "user" => {
+                for block in
+                    blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                {
+                    let id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| fail("tool_result without `tool_use_id`"))?;
+                    let text = anthropic_text(block.get("content").unwrap_or(&Value::Null));
+                    let mut result = ToolResult::ok(id, text);
+                    result.is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                    out.push(Message {
+                        role: Role::Tool,
+                        content: vec![ContentPart::ToolResult(result)],
+                        internal: None,
+                    });
+                }
+                let text = anthropic_text(&content);
+                if !text.is_empty() {
+                    out.push(Message::user(text));
+                }
+            }
+            "system" => out.push(Message::system(anthropic_text(&content))),
+            other => return Err(fail(&format!("unknown role `{other}`"))),
+        }
+    }
+    Ok(out)
+}
+
+/// The two log formats [`read_log`] recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// OpenAI Chat Completions messages.
+    OpenAiChat,
+    /// Anthropic Messages.
+    AnthropicMessages,
+}
+
+/// Tells the formats apart: `tool_use`/`tool_result` blocks mean Anthropic; otherwise OpenAI.
+pub fn detect_format(raw: &[Value]) -> LogFormat {
+    let anthropic = raw.iter().any(|m| {
+        m.get("content").and_then(Value::as_array).is_some_and(|blocks| {
+            blocks
+                .iter()
+                .any(|b| matches!(b.get("type").and_then(Value::as_str), Some("tool_use" | "tool_result")))
+        })
+    });
+    if anthropic { LogFormat::AnthropicMessages } else { LogFormat::OpenAiChat }
+}
+
+/// Reads a recorded run: a `{"messages": [...]}` document (an Anthropic `system` field is kept),
+/// a bare JSON array of messages, or JSONL with one message per line, in either format.
+pub fn read_log(text: &str) -> Result<(LogFormat, Vec<Message>), TranscriptError> {
+    let whole = serde_json::from_str::<Value>(text.trim());
+    let (system, raw): (Option<String>, Vec<Value>) = match whole {
+        Ok(Value::Object(mut doc)) => {
+            let system = doc.get("system").map(anthropic_text).filter(|s| !s.is_empty());
+            match doc.remove("messages") {
+                Some(Value::Array(messages)) => (system, messages),
+                _ => {
+                    return Err(TranscriptError {
+                        index: 0,
+                        reason: "a document without a `messages` array".into(),
+                    });
+                }
+            }
+        }
+        Ok(Value::Array(messages)) => (None, messages),
+        Ok(_) => {
+            return Err(TranscriptError {
+                index: 0,
+                reason: "neither a document nor a list of messages".into(),
+            });
+        }
+        Err(_) => {
+            let mut messages = Vec::new();
+            for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                let value = serde_json::from_str(line).map_err(|e| TranscriptError {
+                    index,
+                    reason: format!("line {} is not JSON: {e}", index + 1),
+                })?;
+                messages.push(value);
+            }
+            (None, messages)
+        }
+    };
+    let format = detect_format(&raw);
+    let mut messages = match format {
+        LogFormat::OpenAiChat => from_openai_messages(&raw)?,
+        LogFormat::AnthropicMessages => from_anthropic_messages(&raw)?,
+    };
+    if let Some(system) = system {
+        messages.insert(0, Message::system(system));
+    }
+    Ok((format, messages))
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn anthropic_logs_keep_tool_ids_and_error_flags() {
+        let doc = serde_json::json!({"system": "Be brief.", "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Porto"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "boom"}], "is_error": true}]}
+        ]});
+        let (format, messages) = read_log(&doc.to_string()).unwrap();
+        assert_eq!(format, LogFormat::AnthropicMessages);
+        assert_eq!(messages[0].role, Role::System);
+        assert_eq!(messages[2].tool_calls().next().unwrap().arguments, r#"{"city":"Porto"}"#);
+        let result = messages[3].tool_results().next().unwrap();
+        assert!(result.is_error && result.content == "boom" && result.call_id == "t1");
+    }
+
+    #[test]
+    fn jsonl_and_bare_arrays_are_read() {
+        let jsonl =
+            "{\"role\": \"user\", \"content\": \"hi\"}\n{\"role\": \"assistant\", \"content\": \"hello\"}\n";
+        assert_eq!(read_log(jsonl).unwrap().1.len(), 2);
+        assert_eq!(read_log("[{\"role\": \"user\", \"content\": \"hi\"}]").unwrap().1.len(), 1);
+        assert!(read_log("{\"nope\": 1}").is_err());
+        assert!(read_log("not json\n{also not}").is_err());
+    }
+}

@@ -1,0 +1,157 @@
+//! The audit's output: a table per run and a summary, or JSON other tools parse.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use looprail::guardrails::replay::{ReplayEvent, ReplayReport};
+use serde::Serialize;
+
+/// Context sizes of one run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Tokens {
+    /// The conversation's largest size.
+    pub peak: u64,
+    /// Its largest size with auto-compaction on.
+    pub peak_with_compaction: u64,
+}
+
+/// One run's result, in the exact JSON shape the audit documents.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The file.
+    pub path: String,
+    /// Tool calls in the log.
+    pub tool_calls: u64,
+    /// Guard events.
+    pub events: Vec<ReplayEvent>,
+    /// Call index at which a live run would have been stopped or handed to a human.
+    pub stopped_at: Option<u64>,
+    /// Why.
+    pub stop_reason: Option<String>,
+    /// Context sizes.
+    pub tokens: Tokens,
+    #[serde(skip)]
+    saved_tokens: u64,
+}
+
+impl RunReport {
+    pub(super) fn new(path: &Path, replay: ReplayReport, tokens: Tokens, saved_tokens: u64) -> Self {
+        Self {
+            path: path.display().to_string(),
+            tool_calls: replay.tool_calls,
+            events: replay.events,
+            stopped_at: replay.stopped_at,
+            stop_reason: replay.stop_reason,
+            tokens,
+            saved_tokens,
+        }
+    }
+}
+
+/// Totals over all runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Runs audited.
+    pub runs: usize,
+    /// Tool calls in them.
+    pub tool_calls: u64,
+    /// Events by detector, then by level.
+    pub detections: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Runs that would have been stopped.
+    pub runs_stopped: usize,
+    /// Runs that would have been handed to a human.
+    pub runs_handed_to_human: usize,
+    /// Tool calls after the stop points: work a live run would not have done.
+    pub tool_calls_saved: u64,
+    /// Tokens of conversation after the stop points.
+    pub tokens_saved_by_stopping: u64,
+    /// The largest context seen, without and with compaction.
+    pub peak_tokens: u64,
+    /// The same with auto-compaction on.
+    pub peak_tokens_with_compaction: u64,
+    /// Audit speed.
+    pub runs_per_second: f64,
+}
+
+/// Everything the audit found.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    /// Per run.
+    pub runs: Vec<RunReport>,
+    /// Totals.
+    pub summary: Summary,
+}
+
+impl AuditReport {
+    pub(super) fn new(runs: Vec<RunReport>, elapsed: Duration) -> Self {
+        let mut detections: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for event in runs.iter().flat_map(|r| &r.events) {
+            *detections.entry(event.detector.clone()).or_default().entry(event.level.clone()).or_default() +=
+                1;
+        }
+        let stopped = |reason: &str| {
+            runs.iter().filter(|r| r.stop_reason.as_deref().is_some_and(|s| s.starts_with(reason))).count()
+        };
+        let summary = Summary {
+            runs: runs.len(),
+            tool_calls: runs.iter().map(|r| r.tool_calls).sum(),
+            detections,
+            runs_stopped: stopped("loop_detected"),
+            runs_handed_to_human: stopped("ask_human"),
+            tool_calls_saved: runs
+                .iter()
+                .filter_map(|r| r.stopped_at.map(|at| r.tool_calls.saturating_sub(at + 1)))
+                .sum(),
+            tokens_saved_by_stopping: runs.iter().map(|r| r.saved_tokens).sum(),
+            peak_tokens: runs.iter().map(|r| r.tokens.peak).max().unwrap_or(0),
+            peak_tokens_with_compaction: runs
+                .iter()
+                .map(|r| r.tokens.peak_with_compaction)
+                .max()
+                .unwrap_or(0),
+            runs_per_second: runs.len() as f64 / elapsed.as_secs_f64().max(1e-9),
+        };
+        Self { runs, summary }
+    }
+
+    /// The human-readable report.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "{:<58} {:>6} {:>6} {:>10} {:>9} {:>9}\n",
+            "run", "calls", "events", "stopped at", "peak", "compacted"
+        );
+        for run in &self.runs {
+            let name = Path::new(&run.path)
+                .file_name()
+                .map_or(run.path.clone(), |n| n.to_string_lossy().into_owned());
+            let stopped = run
+                .stopped_at
+                .map_or("-".to_owned(), |at| format!("{at} ({})", run.stop_reason.as_deref().unwrap_or("")));
+            out.push_str(&format!(
+                "{:<58} {:>6} {:>6} {:>10} {:>9} {:>9}\n",
+                name.chars().take(58).collect::<String>(),
+                run.tool_calls,
+                run.events.len(),
+                stopped,
+                run.tokens.peak,
+                run.tokens.peak_with_compaction
+            ));
+        }
+        let s = &self.summary;
+        out.push_str(&format!(
+            "\n{} runs, {} tool calls; handed to a human: {}, stopped: {}; tool calls saved: {}, tokens saved by stopping: {}\n",
+            s.runs, s.tool_calls, s.runs_handed_to_human, s.runs_stopped, s.tool_calls_saved, s.tokens_saved_by_stopping
+        ));
+        out.push_str(&format!(
+            "peak context: {} tokens, {} with compaction\n",
+            s.peak_tokens, s.peak_tokens_with_compaction
+        ));
+        for (detector, levels) in &s.detections {
+            let levels: Vec<String> = levels.iter().map(|(l, n)| format!("{l} {n}")).collect();
+            out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
+        }
+        out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
+        out
+    }
+}

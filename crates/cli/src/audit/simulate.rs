@@ -1,0 +1,63 @@
+//! One recorded run through the guards and the compaction policy.
+
+use std::path::Path;
+
+use looprail::LooprailConfig;
+use looprail::compaction::{AutoCompaction, TiktokenCounter, TokenLedger};
+use looprail::core::context::{ContextPolicy, ContextStep, ContextView};
+use looprail::core::guard::Counters;
+use looprail::core::message::{Message, Role};
+use looprail::guardrails::default_stack;
+use looprail::guardrails::replay::replay;
+
+use super::report::{RunReport, Tokens};
+
+/// Replays `messages` and measures their context size with and without compaction.
+pub fn run(path: &Path, mut messages: Vec<Message>, config: &LooprailConfig) -> RunReport {
+    config.audit.error_patterns.classify(&mut messages);
+    let mut guards = default_stack(&config.guardrails);
+    let replayed = replay(&messages, &mut guards, &config.loop_);
+    let tokens = tokens(&messages, config);
+    let counter = TiktokenCounter::default();
+    // Tokens a stop would have saved: the part of the conversation after the stop point.
+    let saved_tokens = replayed.stopped_at.map_or(0, |at| {
+        let cut = messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::Assistant)
+            .map(|(i, m)| (i, m.tool_calls().count()))
+            .scan(0u64, |seen, (i, n)| {
+                *seen += n as u64;
+                Some((i, *seen))
+            })
+            .find(|(_, seen)| *seen > at)
+            .map_or(messages.len(), |(i, _)| i + 1);
+        TokenLedger::default().sync(&messages[cut.min(messages.len())..], &counter)
+    });
+    RunReport::new(path, replayed, tokens, saved_tokens)
+}
+
+/// The conversation's peak size, and its peak with auto-compaction deciding before every model
+/// call (with no summary model offline, the deterministic truncation stands in for summaries).
+fn tokens(messages: &[Message], config: &LooprailConfig) -> Tokens {
+    let counter = TiktokenCounter::default();
+    let peak = TokenLedger::default().sync(messages, &counter);
+    let mut policy = AutoCompaction::new(config.compaction.clone());
+    let mut working: Vec<Message> = Vec::with_capacity(messages.len());
+    let mut ledger = TokenLedger::default();
+    let mut compacted_peak = 0;
+    let mut counters = Counters::default();
+    for message in messages {
+        if message.role == Role::Assistant {
+            counters.turns += 1;
+            let view = ContextView { counters: &counters, config: &config.loop_ };
+            if let ContextStep::Summarize { .. } = policy.prepare(&mut working, &view) {
+                policy.apply_summary(&mut working, Err("offline audit".to_owned()), &view);
+            }
+            compacted_peak = compacted_peak.max(ledger.sync(&working, &counter));
+        }
+        working.push(message.clone());
+    }
+    compacted_peak = compacted_peak.max(ledger.sync(&working, &counter));
+    Tokens { peak, peak_with_compaction: compacted_peak }
+}

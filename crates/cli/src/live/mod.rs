@@ -1,0 +1,217 @@
+//! `looprail run`, `runs`, `resume` and `cancel`: a live agent on a real provider, durable in a
+//! SQLite file.
+
+mod workdir;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use looprail::LooprailConfig;
+use looprail::compaction::AutoCompaction;
+use looprail::core::event::{Event, EventSink};
+use looprail::core::outcome::Outcome;
+use looprail::core::provider::Provider;
+use looprail::guardrails::default_stack;
+use looprail::journal::{Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started};
+use looprail::providers::{AnthropicClient, ClientConfig, OpenAiClient};
+use looprail::retry::{Retry, RetryingExecutor};
+
+pub use workdir::Workdir;
+
+const SYSTEM: &str = "You are a careful assistant working in a local directory. Use the tools to \
+read, search and write files there; answer concisely.";
+
+/// Which API to call.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions (and OpenAI-compatible servers with --base-url).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// How to reach the model, shared by `run` and `resume`.
+#[derive(clap::Args)]
+pub struct ModelArgs {
+    /// The API.
+    #[arg(long, value_enum)]
+    pub provider: ProviderKind,
+    /// The model name.
+    #[arg(long)]
+    pub model: String,
+    /// Another base URL (vLLM, Ollama, OpenRouter, a proxy).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// A looprail config file (JSON or TOML).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The SQLite file runs are stored in.
+    #[arg(long, default_value = "looprail.db")]
+    pub store: PathBuf,
+    /// The directory the file tools may use.
+    #[arg(long, default_value = ".")]
+    pub workdir: PathBuf,
+    /// Wait for whole answers instead of streaming them.
+    #[arg(long)]
+    pub no_stream: bool,
+}
+
+/// Arguments of `looprail run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The task.
+    pub task: String,
+}
+
+/// Arguments of `looprail resume`.
+#[derive(clap::Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The run.
+    pub run_id: String,
+}
+
+fn provider(args: &ModelArgs) -> Result<Arc<dyn Provider>, String> {
+    let config = match (args.provider, &args.base_url) {
+        (ProviderKind::Openai, None) => ClientConfig::openai(&args.model),
+        (ProviderKind::Openai, Some(url)) => Ok(ClientConfig::openai_compatible(&args.model, url)),
+        (ProviderKind::Anthropic, None) => ClientConfig::anthropic(&args.model),
+        (ProviderKind::Anthropic, Some(url)) => {
+            ClientConfig::anthropic(&args.model).map(|c| c.with_base_url(url))
+        }
+    }
+    .map_err(|e| {
+        if e.key.ends_with("_API_KEY") {
+            format!("{} is not set: export it, or point --base-url at a server that needs no key", e.key)
+        } else {
+            e.to_string()
+        }
+    })?;
+    Ok(match args.provider {
+        ProviderKind::Openai => Arc::new(Retry::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)),
+        ProviderKind::Anthropic => {
+            Arc::new(Retry::new(AnthropicClient::new(config).map_err(|e| e.to_string())?))
+        }
+    })
+}
+
+fn printer() -> EventSink {
+    EventSink::new(|event| match event {
+        Event::TextDelta { text } => {
+            let mut out = std::io::stdout();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        Event::TurnStarted { turn, cap } => eprintln!("[turn {turn}/{cap}]"),
+        Event::StateChanged { .. } | Event::ModelResponded { .. } => {}
+        other => eprintln!("[{}] {other}", other.name()),
+    })
+}
+
+async fn runner(args: &ModelArgs) -> Result<Runner, String> {
+    let config = match &args.config {
+        Some(path) => LooprailConfig::from_path(path).map_err(|e| format!("{e} (in {})", path.display()))?,
+        None => LooprailConfig::default(),
+    };
+    let provider = provider(args)?;
+    let tools = Workdir::new(&args.workdir)?.tools();
+    let store = SqliteStore::open(&args.store).await.map_err(|e| format!("{}: {e}", args.store.display()))?;
+    let (guardrails, compaction) = (config.guardrails.clone(), config.compaction.clone());
+    Ok(Runner::new(store, provider, tools, SYSTEM)
+        .with_config(config.loop_.clone())
+        .with_guards(move || default_stack(&guardrails))
+        .with_policy(move || Box::new(AutoCompaction::new(compaction.clone())))
+        .with_executor(Arc::new(RetryingExecutor::new(config.retry.tool.clone())))
+        .with_events(printer())
+        .with_streaming(!args.no_stream))
+}
+
+fn show(outcome: &Outcome, streamed: bool) {
+    if !streamed || outcome.fallback.is_some() {
+        println!("{}", outcome.final_text);
+    } else {
+        println!();
+    }
+    eprintln!(
+        "[{:?}] {} turns, {} tool calls, {} tokens, cost {:.4}",
+        outcome.state,
+        outcome.turns,
+        outcome.tool_calls,
+        outcome.usage.total(),
+        outcome.cost
+    );
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// `looprail run`.
+pub fn run(args: RunArgs) -> Result<(), String> {
+    runtime()?.block_on(async {
+        let runner = runner(&args.model).await?;
+        let run_id = format!("run-{}", looprail::journal::now_ms());
+        eprintln!("[run {run_id}]");
+        match runner.start(&RunSpec::new(&run_id, "cli", &args.task)).await.map_err(|e| e.to_string())? {
+            Started::Ran(outcome) => show(&outcome, !args.model.no_stream),
+            Started::Queued { ahead } => eprintln!("queued behind {ahead} run(s)"),
+        }
+        Ok(())
+    })
+}
+
+/// `looprail resume`.
+pub fn resume(args: ResumeArgs) -> Result<(), String> {
+    runtime()?.block_on(async {
+        let runner = runner(&args.model).await?;
+        match runner.resume(&args.run_id).await.map_err(|e| e.to_string())? {
+            Resumed::Ran(outcome) => show(&outcome, !args.model.no_stream),
+            Resumed::Halted(halt) => {
+                return Err(format!("the run was not resumed ({halt:?}); it waits for a human"));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `looprail runs`.
+pub fn list(store: &std::path::Path) -> Result<(), String> {
+    runtime()?.block_on(async {
+        let store = SqliteStore::open(store).await.map_err(|e| format!("{}: {e}", store.display()))?;
+        let runs = store.runs().await.map_err(|e| e.to_string())?;
+        println!("{:<22} {:<18} {:<10} task", "run", "status", "resumable");
+        for run in runs {
+            let task: String = run.input.chars().take(60).collect();
+            println!(
+                "{:<22} {:<18} {:<10} {task}",
+                run.run_id,
+                run.status.as_str(),
+                if run.resume_available { "yes" } else { "" }
+            );
+        }
+        Ok(())
+    })
+}
+
+/// `looprail cancel`.
+pub fn cancel(store: &std::path::Path, run_id: &str) -> Result<(), String> {
+    runtime()?.block_on(async {
+        let store = SqliteStore::open(store).await.map_err(|e| format!("{}: {e}", store.display()))?;
+        store.request_cancel(run_id, looprail::journal::now_ms()).await.map_err(|e| e.to_string())?;
+        let status = store.run(run_id).await.map_err(|e| e.to_string())?.map(|r| r.status);
+        if status == Some(RunStatus::WaitingOnHuman) {
+            eprintln!("cancel recorded; the run waits on a human and is cancelled by the next reconcile after 3 minutes");
+        } else {
+            eprintln!("cancel recorded; the run stops at its next safe boundary");
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,52 @@
+//! `looprail audit` on fixture runs: detections at known call indices for a looping run, none for
+//! a healthy one, in the documented JSON shape.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn audit(paths: &[String]) -> serde_json::Value {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_looprail")).arg("audit").arg("--json").args(paths).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_looping_run_is_caught_at_known_calls_and_a_healthy_one_is_left_alone() {
+    let report = audit(&[fixture("looping-swe-agent.json"), fixture("healthy-tau-bench.json")]);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let healthy = runs.iter().find(|r| r["path"].as_str().unwrap().contains("healthy")).unwrap();
+    assert_eq!(healthy["events"].as_array().unwrap().len(), 0);
+    assert!(healthy["stopped_at"].is_null() && healthy["stop_reason"].is_null());
+
+    let looping = runs.iter().find(|r| r["path"].as_str().unwrap().contains("looping")).unwrap();
+    // fasterxml__jackson-databind-3860 repeats one edit from call 4 on (the loop starts at call
+    // 3): the 4th edit in 6 calls nudges (pattern thrash), the same edit with the same result
+    // climbs to a directive at 7 and hands over to a human at 9, loop start + 6.
+    let ladder: Vec<(u64, String)> = looping["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "agent.loop.detected")
+        .map(|e| (e["call_index"].as_u64().unwrap(), e["level"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(ladder, [(5, "nudge".to_owned()), (7, "directive".to_owned()), (9, "ask_human".to_owned())]);
+    assert_eq!(looping["stopped_at"], 9);
+    assert_eq!(looping["stop_reason"], "ask_human");
+    assert_eq!(looping["tool_calls"], 21);
+    let event = &looping["events"][0];
+    for key in ["call_index", "event", "detector", "level", "tool"] {
+        assert!(!event[key].is_null(), "event field {key}");
+    }
+    for key in ["peak", "peak_with_compaction"] {
+        assert!(looping["tokens"][key].as_u64().unwrap() > 0);
+    }
+    assert_eq!(report["summary"]["runs"], 2);
+    assert_eq!(report["summary"]["runs_handed_to_human"], 1);
+}

@@ -1,0 +1,162 @@
+//! `looprail run` against local fake OpenAI and Anthropic servers: a tool loop completes, the
+//! tool result goes back with the right id, and the file tools never leave the work directory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use looprail_providers::fake::{FakeServer, Reply};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let dir = std::env::temp_dir().join(format!("looprail-cli-{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    std::fs::write(dir.join("work/notes.txt"), "the meeting moved to Thursday").unwrap();
+    std::fs::write(dir.join("secret.txt"), "do not leak").unwrap();
+    dir
+}
+
+async fn looprail(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(&args)
+            .env("ANTHROPIC_API_KEY", "sk-ant-test")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn sse_text(text: &str) -> Reply {
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
+}
+
+fn sse_call(id: &str, name: &str, args: &str) -> Reply {
+    let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": "tool_calls"}]});
+    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_openai_tool_loop_completes_and_sends_the_result_back() {
+    let dir = temp_dir("openai");
+    let server = FakeServer::start(vec![
+        sse_call("call_7", "read_file", r#"{"path": "notes.txt"}"#),
+        sse_text("It moved to Thursday."),
+    ])
+    .await;
+    let args = vec![
+        "run".into(),
+        "--provider".into(),
+        "openai".into(),
+        "--model".into(),
+        "gpt-4o-mini".into(),
+        "--base-url".into(),
+        format!("{}/v1", server.url),
+        "--store".into(),
+        dir.join("runs.db").display().to_string(),
+        "--workdir".into(),
+        dir.join("work").display().to_string(),
+        "When is the meeting?".into(),
+    ];
+    let out = looprail(args).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("It moved to Thursday."), "{stdout}");
+    let second = &server.requests()[1].body;
+    let tool = second["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["tool_call_id"], "call_7");
+    assert_eq!(tool["content"], "the meeting moved to Thursday");
+    assert_eq!(second["stream"], true);
+
+    let runs =
+        looprail(vec!["runs".into(), "--store".into(), dir.join("runs.db").display().to_string()]).await;
+    assert!(String::from_utf8_lossy(&runs.stdout).contains("completed"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_tool_loop_completes_and_escapes_are_refused() {
+    let dir = temp_dir("anthropic");
+    std::os::unix::fs::symlink(dir.join("secret.txt"), dir.join("work/link.txt")).unwrap();
+    let call = |id: &str, path: &str| {
+        Reply::json(200, &serde_json::json!({"content": [{"type": "tool_use", "id": id, "name": "read_file", "input": {"path": path}}], "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}}).to_string())
+    };
+    let server = FakeServer::start(vec![
+        call("toolu_1", "../secret.txt"),
+        call("toolu_2", "link.txt"),
+        call("toolu_3", "/etc/passwd"),
+        Reply::json(
+            200,
+            r#"{"content": [{"type": "text", "text": "I cannot read those."}], "stop_reason": "end_turn"}"#,
+        ),
+    ])
+    .await;
+    let args = vec![
+        "run".into(),
+        "--provider".into(),
+        "anthropic".into(),
+        "--model".into(),
+        "claude-haiku-4-5".into(),
+        "--base-url".into(),
+        server.url.clone(),
+        "--no-stream".into(),
+        "--store".into(),
+        dir.join("runs.db").display().to_string(),
+        "--workdir".into(),
+        dir.join("work").display().to_string(),
+        "Read the secret".into(),
+    ];
+    let out = looprail(args).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("I cannot read those."));
+    let last = &server.requests()[3].body;
+    let results: Vec<serde_json::Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 3);
+    for (result, id) in results.iter().zip(["toolu_1", "toolu_2", "toolu_3"]) {
+        assert_eq!(result["tool_use_id"], id);
+        assert_eq!(result["is_error"], true);
+        assert!(result["content"].as_str().unwrap().contains("outside the work directory"), "{result}");
+        assert!(!result["content"].as_str().unwrap().contains("do not leak"));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn errors_are_one_line_with_what_to_do() {
+    let out = looprail(vec![
+        "run".into(),
+        "--provider".into(),
+        "openai".into(),
+        "--model".into(),
+        "gpt-4o".into(),
+        "hi".into(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("OPENAI_API_KEY is not set"), "{stderr}");
+    let dir = temp_dir("config");
+    std::fs::write(dir.join("bad.toml"), "[guardrails]\nwindw = 6\n").unwrap();
+    let out = looprail(vec![
+        "audit".into(),
+        "--config".into(),
+        dir.join("bad.toml").display().to_string(),
+        dir.display().to_string(),
+    ])
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("guardrails.windw"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
