@@ -2,9 +2,11 @@
 //!
 //! - `ci`: what `.ci/run` runs: fmt check, clippy with warnings denied, rustdoc with warnings
 //!   denied, and the tests.
+//! - `deny`: cargo-deny's checks against deny.toml, offline with the shared advisory snapshot when
+//!   the database cannot be fetched; installs cargo-deny if missing.
 //! - `bench`: every crate's benchmarks, then one table of median figures against their targets.
 //!
-//! `deny`, `release` and `docs` are tracked by issue 10.
+//! `release` and `docs` are tracked by issue 10.
 
 use std::process::{Command, ExitCode};
 
@@ -23,7 +25,69 @@ fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], &[])?;
     cargo(&["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])?;
+    deny()?;
     cargo(&["test", "--workspace"], &[])
+}
+
+/// Where deny.toml points cargo-deny's advisory databases (`[advisories] db-path`).
+const ADVISORY_DBS: &str = "target/advisory-dbs";
+/// The folder name cargo-deny derives from the default advisory database URL.
+const ADVISORY_DB_DIR: &str = "advisory-db-3157b0e258782691";
+
+fn cargo_deny_installed() -> bool {
+    Command::new(cargo_bin()).args(["deny", "--version"]).output().is_ok_and(|o| o.status.success())
+}
+
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// Runs a command, killing it after `limit`; true when it finished successfully in time.
+fn run_with_limit(command: &mut Command, limit: std::time::Duration) -> Result<bool, String> {
+    let mut child = command.spawn().map_err(|e| format!("cannot start {command:?}: {e}"))?;
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(status.success());
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// cargo-deny's checks (advisories, bans, licenses, sources) against deny.toml: with a fresh
+/// advisory database when it can be fetched, else offline with the snapshot beside the
+/// repository (../shared/tools/advisory-db.tar.gz). Installs cargo-deny when it is missing.
+fn deny() -> Result<(), String> {
+    if !cargo_deny_installed() {
+        cargo(&["install", "--locked", "cargo-deny"], &[])?;
+    }
+    eprintln!("$ cargo deny check (online)");
+    let online = run_with_limit(Command::new(cargo_bin()).args(["deny", "check"]), std::time::Duration::from_secs(120))?;
+    if online {
+        return Ok(());
+    }
+    let snapshot = std::path::Path::new("../shared/tools/advisory-db.tar.gz");
+    if !snapshot.is_file() {
+        return Err("cargo deny failed online and no offline advisory snapshot is beside the repository".to_owned());
+    }
+    eprintln!("the advisory database could not be fetched or the check failed online; retrying offline with the snapshot");
+    let dbs = std::path::Path::new(ADVISORY_DBS);
+    std::fs::create_dir_all(dbs).map_err(|e| e.to_string())?;
+    let target = dbs.join(ADVISORY_DB_DIR);
+    if !target.is_dir() {
+        let status = Command::new("tar").arg("xzf").arg(snapshot).arg("-C").arg(dbs).status().map_err(|e| format!("tar: {e}"))?;
+        if !status.success() {
+            return Err("could not unpack the advisory snapshot".to_owned());
+        }
+        std::fs::rename(dbs.join("advisory-db"), &target).map_err(|e| format!("advisory snapshot: {e}"))?;
+    }
+    cargo(&["fetch"], &[])?;
+    cargo(&["deny", "--offline", "check"], &[])
 }
 
 /// A benchmark: the package and bench target that produce it.
@@ -181,8 +245,9 @@ fn main() -> ExitCode {
     let result = match task.as_deref() {
         Some("ci") => ci(),
         Some("bench") => bench(),
-        Some(other) => Err(format!("unknown task `{other}`; tasks: ci, bench")),
-        None => Err("usage: cargo xtask <ci|bench>".to_owned()),
+        Some("deny") => deny(),
+        Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench")),
+        None => Err("usage: cargo xtask <ci|deny|bench>".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
