@@ -67,20 +67,33 @@ fn deny() -> Result<(), String> {
         cargo(&["install", "--locked", "cargo-deny"], &[])?;
     }
     eprintln!("$ cargo deny check (online)");
-    let online = run_with_limit(Command::new(cargo_bin()).args(["deny", "check"]), std::time::Duration::from_secs(120))?;
+    let online = run_with_limit(
+        Command::new(cargo_bin()).args(["deny", "check"]),
+        std::time::Duration::from_secs(120),
+    )?;
     if online {
         return Ok(());
     }
     let snapshot = std::path::Path::new("../shared/tools/advisory-db.tar.gz");
     if !snapshot.is_file() {
-        return Err("cargo deny failed online and no offline advisory snapshot is beside the repository".to_owned());
+        return Err(
+            "cargo deny failed online and no offline advisory snapshot is beside the repository".to_owned()
+        );
     }
-    eprintln!("the advisory database could not be fetched or the check failed online; retrying offline with the snapshot");
+    eprintln!(
+        "the advisory database could not be fetched or the check failed online; retrying offline with the snapshot"
+    );
     let dbs = std::path::Path::new(ADVISORY_DBS);
     std::fs::create_dir_all(dbs).map_err(|e| e.to_string())?;
     let target = dbs.join(ADVISORY_DB_DIR);
     if !target.is_dir() {
-        let status = Command::new("tar").arg("xzf").arg(snapshot).arg("-C").arg(dbs).status().map_err(|e| format!("tar: {e}"))?;
+        let status = Command::new("tar")
+            .arg("xzf")
+            .arg(snapshot)
+            .arg("-C")
+            .arg(dbs)
+            .status()
+            .map_err(|e| format!("tar: {e}"))?;
         if !status.success() {
             return Err("could not unpack the advisory snapshot".to_owned());
         }

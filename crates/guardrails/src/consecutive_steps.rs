@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use looprail_loop_core::event::Event;
-use looprail_loop_core::guard::{Decision, Guard, GuardStateError, TurnView};
+use looprail_loop_core::guard::{
+    Decision, Guard, GuardStateError, TurnView, state_from_value, state_to_value,
+};
 use looprail_loop_core::outcome::StopCause;
 use looprail_loop_core::provider::ModelResponse;
 
@@ -90,12 +92,11 @@ impl Guard for ConsecutiveSteps {
     }
 
     fn save_state(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
+        state_to_value(self)
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
-        *self =
-            serde_json::from_value(state).map_err(|e| GuardStateError::from_serde("consecutive_steps", e))?;
+        *self = state_from_value("consecutive_steps", state)?;
         Ok(())
     }
 }

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use looprail_loop_core::event::Event;
-use looprail_loop_core::guard::{Decision, Guard, GuardStateError, TurnView};
+use looprail_loop_core::guard::{
+    Decision, Guard, GuardStateError, TurnView, state_from_value, state_to_value,
+};
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 
 /// After `threshold` tool errors in a row, injects a reflection message asking the model to
@@ -69,11 +71,11 @@ impl Guard for ErrorStreak {
     }
 
     fn save_state(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
+        state_to_value(self)
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
-        *self = serde_json::from_value(state).map_err(|e| GuardStateError::from_serde("error_streak", e))?;
+        *self = state_from_value("error_streak", state)?;
         Ok(())
     }
 }

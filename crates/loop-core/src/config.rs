@@ -154,6 +154,15 @@ where
     })
 }
 
+/// Parses a JSON document into `T`, naming the failing key and refusing trailing text. Each
+/// config type validates the result itself.
+pub fn parse_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, ConfigError> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let value: T = deserialize_with_path(&mut de)?;
+    de.end().map_err(|e| ConfigError::new(".", e.to_string()))?;
+    Ok(value)
+}
+
 fn unknown_field_name(message: &str) -> Option<&str> {
     let rest = message.strip_prefix("unknown field `")?;
     rest.split('`').next()
@@ -162,9 +171,7 @@ fn unknown_field_name(message: &str) -> Option<&str> {
 impl LoopConfig {
     /// Parses and validates a JSON document.
     pub fn from_json_str(json: &str) -> Result<Self, ConfigError> {
-        let mut de = serde_json::Deserializer::from_str(json);
-        let config: Self = deserialize_with_path(&mut de)?;
-        de.end().map_err(|e| ConfigError::new(".", e.to_string()))?;
+        let config: Self = parse_json(json)?;
         config.validate()?;
         Ok(config)
     }

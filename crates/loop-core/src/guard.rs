@@ -81,6 +81,19 @@ impl GuardStateError {
     }
 }
 
+/// A guard's state as serde data (for [`Guard::save_state`] of guards that are plain data).
+pub fn state_to_value<T: serde::Serialize>(state: &T) -> serde_json::Value {
+    serde_json::to_value(state).unwrap_or_default()
+}
+
+/// Restores what [`state_to_value`] produced, naming the guard on failure.
+pub fn state_from_value<T: serde::de::DeserializeOwned>(
+    guard: &str,
+    state: serde_json::Value,
+) -> Result<T, GuardStateError> {
+    serde_json::from_value(state).map_err(|e| GuardStateError::from_serde(guard, e))
+}
+
 /// A policy that watches the loop at its boundaries. Every hook defaults to "no decision".
 ///
 /// Decisions are applied in the order the guards were registered, and within a guard in the

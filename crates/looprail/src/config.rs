@@ -6,7 +6,7 @@ use std::path::Path;
 use looprail_compaction::AutoCompactionConfig;
 use looprail_guardrails::GuardrailsConfig;
 use looprail_guardrails::replay::ErrorPatterns;
-use looprail_loop_core::config::{ConfigError, LoopConfig, deserialize_with_path};
+use looprail_loop_core::config::{ConfigError, LoopConfig, deserialize_with_path, parse_json};
 use looprail_retry::RetryConfig;
 use serde::{Deserialize, Serialize};
 
@@ -42,9 +42,7 @@ fn prefixed(section: &str, error: ConfigError) -> ConfigError {
 impl LooprailConfig {
     /// Parses JSON, then validates every section.
     pub fn from_json_str(text: &str) -> Result<Self, ConfigError> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let config: Self = deserialize_with_path(&mut de)?;
-        de.end().map_err(|e| ConfigError::new(".", e.to_string()))?;
+        let config: Self = parse_json(text)?;
         config.validate()?;
         Ok(config)
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use looprail_loop_core::config::{ConfigError, deserialize_with_path};
+use looprail_loop_core::config::{ConfigError, parse_json};
 use serde::{Deserialize, Serialize};
 
 /// Model-call retries (F21).
@@ -65,9 +65,7 @@ pub struct RetryConfig {
 impl RetryConfig {
     /// Parses and validates a JSON document.
     pub fn from_json_str(json: &str) -> Result<Self, ConfigError> {
-        let mut de = serde_json::Deserializer::from_str(json);
-        let config: Self = deserialize_with_path(&mut de)?;
-        de.end().map_err(|e| ConfigError::new(".", e.to_string()))?;
+        let config: Self = parse_json(json)?;
         config.validate()?;
         Ok(config)
     }

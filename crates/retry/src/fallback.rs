@@ -4,13 +4,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use looprail_loop_core::event::{Event, EventSink};
-use looprail_loop_core::provider::{
-    ModelRequest, ModelResponse, Provider, ProviderError, ResponseStream, StreamEvent,
-};
+use looprail_loop_core::provider::{ModelRequest, ModelResponse, Provider, ProviderError, ResponseStream};
 
 use crate::classify::{ErrorClass, classify};
+use crate::stream_start::first_delivery;
 
 /// Tries its providers in order. A transient failure (after that provider's own retries, when
 /// it is wrapped in [`Retry`](crate::Retry)) or a "model unavailable" error moves the call to
@@ -90,12 +88,10 @@ impl Provider for FallbackChain {
         for (index, provider) in self.providers.iter().enumerate() {
             let error = match provider.stream(request).await {
                 Err(error) => error,
-                Ok(mut stream) => match stream.next().await {
-                    Some(StreamEvent::Finished(Err(error))) => error,
-                    Some(first) => {
-                        return Ok(Box::pin(futures_util::stream::once(async move { first }).chain(stream)));
-                    }
-                    None => return Ok(stream),
+                Ok(stream) => match first_delivery(stream).await {
+                    Ok(stream) => return Ok(stream),
+                    // Nothing was delivered yet: the call may be made again.
+                    Err(error) => error,
                 },
             };
             if !self.hand_on(index, &error) {

@@ -36,6 +36,7 @@ mod config;
 mod fallback;
 mod jitter;
 mod model_retry;
+mod stream_start;
 mod tool_retry;
 
 pub use classify::{ErrorClass, classify, tool_error_for_status, tool_error_from_text};

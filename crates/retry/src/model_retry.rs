@@ -4,15 +4,13 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use looprail_loop_core::event::{Event, EventSink};
-use looprail_loop_core::provider::{
-    ModelRequest, ModelResponse, Provider, ProviderError, ResponseStream, StreamEvent,
-};
+use looprail_loop_core::provider::{ModelRequest, ModelResponse, Provider, ProviderError, ResponseStream};
 
 use crate::classify::{ErrorClass, classify};
 use crate::config::ModelRetryConfig;
 use crate::jitter::Jitter;
+use crate::stream_start::first_delivery;
 
 /// A provider wrapper that retries transient failures.
 ///
@@ -155,13 +153,10 @@ impl<P: Provider> Provider for Retry<P> {
         loop {
             let error = match self.inner.stream(request).await {
                 Err(error) => error,
-                Ok(mut stream) => match stream.next().await {
+                Ok(stream) => match first_delivery(stream).await {
+                    Ok(stream) => return Ok(stream),
                     // Nothing was delivered yet: the call may be made again.
-                    Some(StreamEvent::Finished(Err(error))) => error,
-                    Some(first) => {
-                        return Ok(Box::pin(futures_util::stream::once(async move { first }).chain(stream)));
-                    }
-                    None => return Ok(stream),
+                    Err(error) => error,
                 },
             };
             self.wait_or_give_up(error, &mut retries_done, &steps, started).await?;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::guard::{Decision, Guard, GuardStateError, TurnView};
+use crate::guard::{Decision, Guard, GuardStateError, TurnView, state_from_value, state_to_value};
 use crate::outcome::{LimitReason, StopCause};
 
 /// At the soft limit, stops the loop with [`LimitReason::SoftTimeLimit`]: the engine then
@@ -33,11 +33,11 @@ impl Guard for TimeLimits {
     }
 
     fn save_state(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
+        state_to_value(self)
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
-        *self = serde_json::from_value(state).map_err(|e| GuardStateError::from_serde("time_limits", e))?;
+        *self = state_from_value("time_limits", state)?;
         Ok(())
     }
 }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::tool_calls::parse_arguments;
 use crate::event::Event;
-use crate::guard::{Decision, Guard, GuardStateError, TurnView};
+use crate::guard::{Decision, Guard, GuardStateError, TurnView, state_from_value, state_to_value};
 use crate::message::{Message, ToolCall, ToolResult};
 
 /// The todo tool this guard watches by default. Its arguments are
@@ -107,11 +107,11 @@ impl Guard for TodoNudge {
     }
 
     fn save_state(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
+        state_to_value(self)
     }
 
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
-        *self = serde_json::from_value(state).map_err(|e| GuardStateError::from_serde("todo_nudge", e))?;
+        *self = state_from_value("todo_nudge", state)?;
         Ok(())
     }
 }
