@@ -186,3 +186,15 @@ pub struct CompactionGuideDoctests;
 #[doc = include_str!("../../docs/journal.md")]
 #[cfg(doctest)]
 pub struct JournalGuideDoctests;
+
+#[doc = include_str!("../../docs/concepts.md")]
+#[cfg(doctest)]
+pub struct ConceptsGuideDoctests;
+
+#[doc = include_str!("../../docs/cli.md")]
+#[cfg(doctest)]
+pub struct CliGuideDoctests;
+
+#[doc = include_str!("../../docs/operations.md")]
+#[cfg(doctest)]
+pub struct OperationsGuideDoctests;

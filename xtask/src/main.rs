@@ -6,7 +6,9 @@
 //!   the database cannot be fetched; installs cargo-deny if missing.
 //! - `bench`: every crate's benchmarks, then one table of median figures against their targets.
 //!
-//! `release` and `docs` are tracked by issue 10.
+//! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
+//!   their last tag; a dry run unless told otherwise (see [`release`]).
+//! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
 
 use std::process::{Command, ExitCode};
 
@@ -253,14 +255,156 @@ fn bench() -> Result<(), String> {
     if failed == 0 { Ok(()) } else { Err(format!("{failed} figure(s) missed their target")) }
 }
 
+/// The crates in dependency order (each after everything it depends on), with their folders.
+const CRATES: &[(&str, &str)] = &[
+    ("looprail-loop-core", "crates/loop-core"),
+    ("looprail-guardrails", "crates/guardrails"),
+    ("looprail-compaction", "crates/compaction"),
+    ("looprail-rag-dedup", "crates/rag-dedup"),
+    ("looprail-providers", "crates/providers"),
+    ("looprail-retry", "crates/retry"),
+    ("looprail-journal", "crates/journal"),
+    ("looprail", "crates/looprail"),
+    ("looprail-cli", "crates/cli"),
+];
+
+fn git(args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git").args(args).output().map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The bump a set of commit subjects calls for, by the documented rule (cargo-semver-checks is
+/// not installed here): a subject with `BREAKING` or a `!:` marker breaks the API (minor before
+/// 1.0, major after), one that adds (`add`, `new`, `feat`) is a minor, anything else a patch.
+fn bump_for(subjects: &[String], version: (u64, u64, u64)) -> (u64, u64, u64) {
+    let breaking = subjects.iter().any(|s| s.contains("BREAKING") || s.contains("!:"));
+    let adds = subjects.iter().any(|s| {
+        let lower = s.to_lowercase();
+        lower.starts_with("add")
+            || lower.starts_with("new")
+            || lower.starts_with("feat")
+            || lower.contains(": add")
+    });
+    let (major, minor, patch) = version;
+    match (breaking, adds, major) {
+        (true, _, 0) | (false, true, _) => (major, minor + 1, 0),
+        (true, _, _) => (major + 1, 0, 0),
+        _ => (major, minor, patch + 1),
+    }
+}
+
+fn workspace_version() -> Result<(u64, u64, u64), String> {
+    let manifest = std::fs::read_to_string("Cargo.toml").map_err(|e| e.to_string())?;
+    let line = manifest
+        .lines()
+        .skip_while(|l| l.trim() != "[workspace.package]")
+        .find(|l| l.trim_start().starts_with("version"))
+        .ok_or("no version in [workspace.package]")?;
+    let text = line.split('"').nth(1).ok_or("unquoted workspace version")?;
+    let parts: Vec<u64> = text
+        .split('.')
+        .map(|p| p.parse().map_err(|_| format!("bad version `{text}`")))
+        .collect::<Result<_, _>>()?;
+    match parts[..] {
+        [a, b, c] => Ok((a, b, c)),
+        _ => Err(format!("bad version `{text}`")),
+    }
+}
+
+/// `cargo xtask release`: for each crate changed since its last tag (`<crate>-v<version>`),
+/// in dependency order, the commit subjects that touched it, the bump they call for, the
+/// CHANGELOG entry, then `cargo publish --workspace --dry-run`. The crates share one workspace
+/// version, so the release bumps it by the largest bump. With `--execute` the version (workspace
+/// and path dependencies) and the CHANGELOG files are written; `--tag` creates the tags and
+/// `--publish` publishes. Nothing is pushed.
+fn release(flags: &[String]) -> Result<(), String> {
+    let has = |flag: &str| flags.iter().any(|f| f == flag);
+    let (execute, tag, publish) = (has("--execute"), has("--tag"), has("--publish"));
+    let current = workspace_version()?;
+    let mut next = current;
+    let mut plan = Vec::new();
+    for (name, folder) in CRATES {
+        let last_tag = git(&["tag", "--list", &format!("{name}-v*"), "--sort=-v:refname"])?
+            .lines()
+            .next()
+            .map(str::to_owned);
+        let range = last_tag.as_ref().map_or_else(|| "HEAD".to_owned(), |t| format!("{t}..HEAD"));
+        let subjects: Vec<String> =
+            git(&["log", "--format=%s", &range, "--", folder])?.lines().map(str::to_owned).collect();
+        if subjects.is_empty() {
+            continue;
+        }
+        next = next.max(bump_for(&subjects, current));
+        plan.push((name, folder, subjects));
+    }
+    if plan.is_empty() {
+        println!("nothing changed since the last tags");
+        return Ok(());
+    }
+    let version = format!("{}.{}.{}", next.0, next.1, next.2);
+    let old = format!("{}.{}.{}", current.0, current.1, current.2);
+    let mode = if execute { "executing" } else { "dry run" };
+    println!("release {old} -> {version} ({mode})");
+    for (name, folder, subjects) in &plan {
+        println!("\n{name} ({} commits) -> tag {name}-v{version}", subjects.len());
+        let entry: String = subjects.iter().map(|s| format!("- {s}\n")).collect();
+        print!("{entry}");
+        if execute {
+            let path = format!("{folder}/CHANGELOG.md");
+            let old = std::fs::read_to_string(&path).unwrap_or_else(|_| format!("# Changelog of {name}\n"));
+            let (head, rest) = old.split_once('\n').unwrap_or((&old, ""));
+            std::fs::write(&path, format!("{head}\n\n## {version}\n\n{entry}{rest}"))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    if execute {
+        let old = format!("{}.{}.{}", current.0, current.1, current.2);
+        let manifest = std::fs::read_to_string("Cargo.toml").map_err(|e| e.to_string())?;
+        let bumped = manifest
+            .replace(&format!("version = \"{old}\"\nedition"), &format!("version = \"{version}\"\nedition"))
+            .replace(&format!(", version = \"{old}\" }}"), &format!(", version = \"{version}\" }}"));
+        std::fs::write("Cargo.toml", bumped).map_err(|e| e.to_string())?;
+    }
+    let mut publish_args = vec!["publish", "--workspace", "--allow-dirty"];
+    if !publish {
+        publish_args.push("--dry-run");
+    }
+    cargo(&publish_args, &[])?;
+    if tag {
+        for (name, _, _) in &plan {
+            git(&["tag", &format!("{name}-v{version}")])?;
+        }
+    } else {
+        println!(
+            "\ntags to create (with --tag): {}",
+            plan.iter().map(|(n, _, _)| format!("{n}-v{version}")).collect::<Vec<_>>().join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// `cargo xtask docs`: rustdoc with warnings denied, then every code block of the README and
+/// of docs/ compiled and run (they are doc-tests of the tests crate).
+fn docs() -> Result<(), String> {
+    cargo(&["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])?;
+    cargo(&["test", "-p", "looprail-tests", "--doc"], &[])?;
+    println!("API docs: target/doc/looprail/index.html; user guide: docs/README.md");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let task = std::env::args().nth(1);
     let result = match task.as_deref() {
         Some("ci") => ci(),
         Some("bench") => bench(),
         Some("deny") => deny(),
-        Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench")),
-        None => Err("usage: cargo xtask <ci|deny|bench>".to_owned()),
+        Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("docs") => docs(),
+        Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, docs")),
+        None => Err("usage: cargo xtask <ci|deny|bench|release|docs>".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -268,5 +412,19 @@ fn main() -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bump_for;
+
+    #[test]
+    fn the_bump_rule_reads_commit_subjects() {
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        assert_eq!(bump_for(&s(&["Fix a typo"]), (0, 1, 0)), (0, 1, 1));
+        assert_eq!(bump_for(&s(&["Add the audit command"]), (0, 1, 0)), (0, 2, 0));
+        assert_eq!(bump_for(&s(&["engine!: rename Action"]), (0, 1, 3)), (0, 2, 0));
+        assert_eq!(bump_for(&s(&["BREAKING: new store schema"]), (1, 4, 2)), (2, 0, 0));
     }
 }
