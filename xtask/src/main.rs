@@ -354,14 +354,13 @@ fn release(flags: &[String]) -> Result<(), String> {
         print!("{entry}");
         if execute {
             let path = format!("{folder}/CHANGELOG.md");
-            let old = std::fs::read_to_string(&path).unwrap_or_else(|_| format!("# Changelog of {name}\n"));
-            let (head, rest) = old.split_once('\n').unwrap_or((&old, ""));
+            let log = std::fs::read_to_string(&path).unwrap_or_else(|_| format!("# Changelog of {name}\n"));
+            let (head, rest) = log.split_once('\n').unwrap_or((&log, ""));
             std::fs::write(&path, format!("{head}\n\n## {version}\n\n{entry}{rest}"))
                 .map_err(|e| e.to_string())?;
         }
     }
     if execute {
-        let old = format!("{}.{}.{}", current.0, current.1, current.2);
         let manifest = std::fs::read_to_string("Cargo.toml").map_err(|e| e.to_string())?;
         let bumped = manifest
             .replace(&format!("version = \"{old}\"\nedition"), &format!("version = \"{version}\"\nedition"))
