@@ -10,7 +10,9 @@ use looprail_loop_core::engine::RunHeader;
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_loop_core::store::{CheckpointKind, CheckpointStore, StoreError, StoredCheckpoint};
 use serde::{Deserialize, Serialize};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult, SqliteSynchronous,
+};
 use sqlx::{Row, SqlitePool};
 
 use crate::error::JournalError;
@@ -182,6 +184,11 @@ fn hash(text: &str) -> String {
     format!("{h:016x}")
 }
 
+/// `Ok` when an update touched a row; `UnknownRun` naming `what` when it touched none.
+fn touched(done: &SqliteQueryResult, what: impl FnOnce() -> String) -> Result<(), JournalError> {
+    if done.rows_affected() == 0 { Err(JournalError::UnknownRun(what())) } else { Ok(()) }
+}
+
 fn kind_name(kind: CheckpointKind) -> Result<String, JournalError> {
     serde_json::to_value(kind)
         .ok()
@@ -289,10 +296,7 @@ impl SqliteStore {
             .execute(&self.pool)
             .await
             .map_err(self.db())?;
-        if done.rows_affected() == 0 {
-            return Err(JournalError::UnknownRun(run_id.to_owned()));
-        }
-        Ok(())
+        touched(&done, || run_id.to_owned())
     }
 
     /// Records a run's end and starts the next queued run of its lane (returned). A failure
@@ -331,10 +335,7 @@ impl SqliteStore {
         .execute(&self.pool)
         .await
         .map_err(self.db())?;
-        if done.rows_affected() == 0 {
-            return Err(JournalError::UnknownRun(run_id.to_owned()));
-        }
-        Ok(())
+        touched(&done, || run_id.to_owned())
     }
 
     /// True once cancellation was requested.
@@ -511,10 +512,7 @@ impl SqliteStore {
         .execute(&self.pool)
         .await
         .map_err(self.db())?;
-        if done.rows_affected() == 0 {
-            return Err(JournalError::UnknownRun(format!("{run_id} / {call_id}")));
-        }
-        Ok(())
+        touched(&done, || format!("{run_id} / {call_id}"))
     }
 
     // ---- messages and checkpoints (F32, F36) ----

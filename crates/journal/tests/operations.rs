@@ -308,3 +308,17 @@ async fn child_runs_get_their_own_lane_and_depth_is_capped() {
     assert_eq!(store.run("child2").await.unwrap().unwrap().parent_run_id.as_deref(), Some("parent"));
     let _ = std::fs::remove_file(path);
 }
+
+#[tokio::test]
+async fn updates_to_a_run_or_call_that_does_not_exist_name_it() {
+    let path = temp_db("unknown");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let unknown = |r: Result<(), JournalError>| match r {
+        Err(JournalError::UnknownRun(what)) => what,
+        other => panic!("expected UnknownRun, got {other:?}"),
+    };
+    assert_eq!(unknown(store.set_status("ghost", RunStatus::Completed).await), "ghost");
+    assert_eq!(unknown(store.request_cancel("ghost", 1).await), "ghost");
+    assert_eq!(unknown(store.resolve_tool_call("ghost", "call_1", "done", false).await), "ghost / call_1");
+    assert!(store.run("ghost").await.unwrap().is_none(), "a failed update creates nothing");
+}
