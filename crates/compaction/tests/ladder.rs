@@ -35,6 +35,18 @@ struct Drive {
     run: Run,
 }
 
+impl Drive {
+    /// The text of the history summary the ladder wrote into the conversation.
+    fn summary(&self) -> String {
+        self.run
+            .messages()
+            .iter()
+            .find(|m| m.internal.as_ref().is_some_and(|t| t.reason == "history_summary"))
+            .and_then(|m| m.joined_text())
+            .expect("a history summary in the conversation")
+    }
+}
+
 async fn drive_with(
     provider: Arc<dyn Provider>,
     tools: ToolSet,
@@ -88,13 +100,8 @@ async fn r1_compacts_then_r2_deep_prunes_then_r3_asks_the_human() {
         compaction.0 > 2_800 && compaction.1 < compaction.0 && compaction.3 < compaction.2,
         "{compaction:?}"
     );
-    let summary = d
-        .run
-        .messages()
-        .iter()
-        .find(|m| m.internal.as_ref().is_some_and(|t| t.reason == "history_summary"))
-        .unwrap();
-    assert!(summary.joined_text().unwrap().contains("- read: word"), "the latest read result is pinned");
+    let summary = d.summary();
+    assert!(summary.contains("- read: word"), "the latest read result is pinned");
     // The human's answer is a new user turn: the ladder starts over.
     let mut run = d.run;
     run.provide_human_reply("keep going").unwrap();
@@ -139,13 +146,8 @@ async fn a_failed_summary_truncates_deterministically() {
         .on_fallback(ScriptStep::Fail(ProviderError::new(ProviderErrorKind::Server, "summary model down")));
     let d = drive_with(Arc::new(provider), tools(300), |d| d).await;
     assert_eq!(stages(&d.events)[0], "compaction");
-    let summary = d
-        .run
-        .messages()
-        .iter()
-        .find(|m| m.internal.as_ref().is_some_and(|t| t.reason == "history_summary"))
-        .unwrap();
-    assert!(summary.joined_text().unwrap().contains("No summary could be written"), "{summary:?}");
+    let summary = d.summary();
+    assert!(summary.contains("No summary could be written"), "{summary:?}");
     assert_eq!(d.outcome.final_text, "done");
 }
 
@@ -154,13 +156,8 @@ async fn a_summary_longer_than_what_it_replaces_is_not_used() {
     let provider =
         reading_provider(14).on_fallback(ScriptStep::Reply(ModelResponse::text("m", "blah ".repeat(5_000))));
     let d = drive_with(Arc::new(provider), tools(300), |d| d).await;
-    let summary = d
-        .run
-        .messages()
-        .iter()
-        .find(|m| m.internal.as_ref().is_some_and(|t| t.reason == "history_summary"))
-        .unwrap();
-    assert!(summary.joined_text().unwrap().contains("longer than what it replaced"));
+    let summary = d.summary();
+    assert!(summary.contains("longer than what it replaced"));
 }
 
 /// A summarizer that never answers in time.
@@ -183,13 +180,8 @@ async fn a_summary_that_times_out_truncates_deterministically() {
         d.with_summarizer(Arc::new(Slow), Duration::from_secs(30))
     })
     .await;
-    let summary = d
-        .run
-        .messages()
-        .iter()
-        .find(|m| m.internal.as_ref().is_some_and(|t| t.reason == "history_summary"))
-        .unwrap();
-    assert!(summary.joined_text().unwrap().contains("timed out"), "{summary:?}");
+    let summary = d.summary();
+    assert!(summary.contains("timed out"), "{summary:?}");
     assert_eq!(d.outcome.final_text, "done");
 }
 
