@@ -1,21 +1,24 @@
-//! The default guardrail stack on real recorded runs (issue 5): every stuck run gets a ladder
-//! event by the 6th call of its loop and is handed to a human or stopped by the 11th, and no
-//! run the agent finished by itself is stopped or handed over. Prints the figures for the
-//! tuning guide, next to the seed rules.
+//! The default guardrail stack on real recorded runs from three scaffolds at once (issue 13,
+//! B10): SWE-agent (loops to catch), OpenHands (healthy edit → test runs to leave alone) and
+//! tau-bench (conversations). Asserts the targets and prints the table of docs/guardrails.md,
+//! with the presets' rows beside the default's (`-- --nocapture`).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use looprail_guardrails::replay::{ErrorPatterns, ReplayReport, replay};
 use looprail_guardrails::signature::CallSignature;
-use looprail_guardrails::{ConsecutiveSteps, GuardrailsConfig, Level, LoopGuard, default_stack};
-use looprail_loop_core::Guard;
+use looprail_guardrails::{GuardrailsConfig, Preset, default_stack};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::message::Message;
 use looprail_tests::trajectories::{self, Recording};
 
-/// The issue's definition: the first index of 10 consecutive calls holding at most 2 distinct
-/// (tool, canonical arguments).
+const SWE_AGENT: &str = "swe-agent-deepseek-chat-v2";
+const OPENHANDS: &str = "openhands-claude-3.5-sonnet";
+const TAU_BENCH: &str = "tau-bench-gpt-4o-airline";
+
+/// Issue 5's definition of a stuck run: the first index of 10 consecutive calls holding at
+/// most 2 distinct (tool, canonical arguments).
 fn loop_start(messages: &[Message]) -> Option<u64> {
     let calls: Vec<u64> = messages
         .iter()
@@ -32,117 +35,174 @@ fn loop_start(messages: &[Message]) -> Option<u64> {
         .map(|s| s as u64)
 }
 
-fn run_stack(recording: &Recording, guards: Vec<Box<dyn Guard>>) -> ReplayReport {
-    let mut messages = recording.messages.clone();
-    ErrorPatterns::default().classify(&mut messages);
-    let mut guards = guards;
-    replay(&messages, &mut guards, &LoopConfig::default())
+struct Set {
+    name: &'static str,
+    runs: Vec<(Recording, Vec<Message>)>,
 }
 
-fn all_runs() -> Option<Vec<Recording>> {
+/// The three sets, loaded once for all tests of this file.
+fn load_sets() -> Option<&'static [Set]> {
+    static SETS: std::sync::OnceLock<Option<Vec<Set>>> = std::sync::OnceLock::new();
+    SETS.get_or_init(read_sets).as_deref()
+}
+
+fn read_sets() -> Option<Vec<Set>> {
     let root = trajectories::root()?;
-    let mut runs = trajectories::load_dir(&root.join("swe-agent-deepseek-chat-v2"));
-    runs.extend(trajectories::load_dir(&root.join("tau-bench-gpt-4o-airline")));
-    assert_eq!(runs.len(), 291, "every recorded run must load");
-    Some(runs)
+    let sets: Vec<Set> = [(SWE_AGENT, 91), (OPENHANDS, 500), (TAU_BENCH, 200)]
+        .into_iter()
+        .map(|(name, expected)| {
+            let runs: Vec<(Recording, Vec<Message>)> = trajectories::load_dir(&root.join(name))
+                .into_iter()
+                .map(|run| {
+                    let mut messages = run.messages.clone();
+                    ErrorPatterns::default().classify(&mut messages);
+                    (run, messages)
+                })
+                .collect();
+            assert_eq!(runs.len(), expected, "every recorded run of {name} must load");
+            Set { name, runs }
+        })
+        .collect();
+    Some(sets)
 }
 
-struct Figures {
-    self_finished: usize,
-    self_finished_stopped: usize,
+fn report(messages: &[Message], config: &GuardrailsConfig) -> ReplayReport {
+    replay(messages, &mut default_stack(config), &LoopConfig::default())
+}
+
+/// One row of the table.
+#[derive(Debug, Default)]
+struct Row {
     stuck: usize,
     caught: usize,
-    /// Offsets from the loop start of the stop/hand-off.
-    offsets: Vec<i64>,
+    handed_over: usize,
+    self_finished: usize,
+    stopped_self_finished: usize,
+    resolved: usize,
+    stopped_resolved: usize,
+    nudged_resolved: usize,
 }
 
-fn figures(runs: &[Recording], stack: impl Fn() -> Vec<Box<dyn Guard>>) -> Figures {
-    let mut f =
-        Figures { self_finished: 0, self_finished_stopped: 0, stuck: 0, caught: 0, offsets: Vec::new() };
-    for run in runs {
-        let report = run_stack(run, stack());
-        if run.self_finished() {
-            f.self_finished += 1;
-            f.self_finished_stopped += usize::from(report.stopped_at.is_some());
+/// A guard message landed in a healthy run: a ladder event or a reflection (both cost tokens
+/// and the model's attention); hints and stops count as stops.
+fn intervened(report: &ReplayReport) -> bool {
+    !report.events.is_empty()
+}
+
+fn row(set: &Set, config: &GuardrailsConfig) -> Row {
+    let mut row = Row::default();
+    for (run, messages) in &set.runs {
+        let report = report(messages, config);
+        let stopped = report.stopped_at.is_some();
+        if loop_start(messages).is_some() {
+            row.stuck += 1;
+            row.caught += usize::from(stopped);
         }
-        if let Some(start) = loop_start(&run.messages) {
-            f.stuck += 1;
-            if let Some(at) = report.stopped_at {
-                f.caught += 1;
-                f.offsets.push(at as i64 - start as i64);
-            }
+        row.handed_over += usize::from(report.stop_reason.as_deref() == Some("ask_human"));
+        if run.self_finished() {
+            row.self_finished += 1;
+            row.stopped_self_finished += usize::from(stopped);
+        }
+        if run.resolved() {
+            row.resolved += 1;
+            row.stopped_resolved += usize::from(stopped);
+            row.nudged_resolved += usize::from(intervened(&report));
         }
     }
-    f.offsets.sort_unstable();
-    f
+    row
 }
 
-fn print(name: &str, f: &Figures) {
+fn print_row(set: &str, rule: &str, r: &Row) {
+    let pct = |n: usize, d: usize| 100.0 * n as f64 / d.max(1) as f64;
     eprintln!(
-        "{name:<40} self-finished stopped or handed over: {}/{} ({:.1}%); stuck runs caught: {}/{}; stop offset from loop start: {:?}",
-        f.self_finished_stopped,
-        f.self_finished,
-        100.0 * f.self_finished_stopped as f64 / f.self_finished.max(1) as f64,
-        f.caught,
-        f.stuck,
-        f.offsets
+        "| {set} | {rule} | {}/{} | {} | {}/{} ({:.1}%) | {}/{} | {}/{} ({:.1}%) |",
+        r.caught,
+        r.stuck,
+        r.handed_over,
+        r.stopped_self_finished,
+        r.self_finished,
+        pct(r.stopped_self_finished, r.self_finished),
+        r.stopped_resolved,
+        r.resolved,
+        r.nudged_resolved,
+        r.resolved,
+        pct(r.nudged_resolved, r.resolved),
     );
 }
 
 #[test]
-fn the_default_stack_meets_the_tuning_targets_on_recorded_runs() {
-    let Some(runs) = all_runs() else { return };
+fn the_default_stack_meets_the_targets_on_all_three_scaffolds() {
+    let Some(sets) = load_sets() else { return };
     let config = GuardrailsConfig::default();
-    let mut stuck = 0;
-    let mut worst_first = i64::MIN;
-    let mut worst_stop = i64::MIN;
-    for run in &runs {
-        let report = run_stack(run, default_stack(&config));
-        let name = run.path.file_name().unwrap().to_string_lossy().into_owned();
-        if run.self_finished() {
-            assert_eq!(report.stopped_at, None, "{name} finished by itself but would be stopped: {report:?}");
-        }
-        if let Some(start) = loop_start(&run.messages) {
+    for set in sets {
+        let mut stuck = 0;
+        for (run, messages) in &set.runs {
+            let report = report(messages, &config);
+            let name = run.path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(start) = loop_start(messages) else { continue };
             stuck += 1;
             let first = report
                 .events
                 .iter()
                 .find(|e| ["nudge", "directive", "ask_human", "stop"].contains(&e.level.as_str()))
                 .unwrap_or_else(|| panic!("{name}: stuck from call {start} but no ladder event"));
-            let stopped = report
-                .stopped_at
-                .unwrap_or_else(|| panic!("{name}: stuck from call {start} but never stopped"));
             assert!(
                 first.call_index <= start + 5,
-                "{name}: first ladder event at {} for a loop from {start}",
+                "{name}: first event at {} for a loop from {start}",
                 first.call_index
             );
-            assert!(stopped <= start + 10, "{name}: stopped at {stopped} for a loop from {start}");
-            worst_first = worst_first.max(first.call_index as i64 - start as i64);
-            worst_stop = worst_stop.max(stopped as i64 - start as i64);
+            assert_eq!(report.stop_reason.as_deref(), Some("ask_human"), "{name}: stuck but not handed over");
+            let handed = report.stopped_at.unwrap();
+            assert!(handed <= start + 10, "{name}: handed over at {handed} for a loop from {start}");
+            assert!(!first.evidence.is_empty(), "{name}: an event names the calls it matched");
+        }
+        let r = row(set, &config);
+        match set.name {
+            SWE_AGENT => {
+                assert_eq!(stuck, 13, "the SWE-agent set holds 13 stuck runs");
+                assert_eq!(r.stopped_self_finished, 0, "{r:?}");
+            }
+            OPENHANDS => {
+                assert_eq!(stuck, 1, "only django__django-16667 loops");
+                assert_eq!(r.stopped_resolved, 0, "{r:?}");
+                assert!(r.stopped_self_finished * 200 <= r.self_finished, "at most 0.5%: {r:?}");
+                assert!(
+                    r.nudged_resolved * 10 <= r.resolved,
+                    "nudges on at most 10% of resolved runs: {r:?}"
+                );
+                let looping =
+                    set.runs.iter().find(|(run, _)| run.path.ends_with("django__django-16667.json"));
+                let report = report(&looping.unwrap().1, &config);
+                assert_eq!(report.stop_reason.as_deref(), Some("ask_human"));
+            }
+            TAU_BENCH => assert_eq!(r.stopped_self_finished + r.handed_over, 0, "{r:?}"),
+            _ => unreachable!(),
         }
     }
-    assert_eq!(stuck, 13, "the recorded set holds 13 stuck runs");
     eprintln!(
-        "worst first ladder event: loop start + {worst_first}; worst hand-off: loop start + {worst_stop}"
+        "| set | rule | stuck runs caught | handed to a human | self-finished stopped | resolved stopped | resolved runs nudged |"
     );
-    print("looprail default stack", &figures(&runs, || default_stack(&config)));
-    print("S1: 3 identical steps -> stop", &figures(&runs, || vec![Box::new(ConsecutiveSteps::new(3))]));
-    print("5th identical step -> stop", &figures(&runs, || vec![Box::new(ConsecutiveSteps::new(5))]));
-    let seed_ladder = GuardrailsConfig {
-        pattern_max_level: Level::AskHuman,
-        escalation_gap: 1,
-        deescalate_after: u32::MAX,
-        cycle_repetitions: 64,
-        cycle_max_period: 2,
-        same_observation_threshold: 256,
-        same_observation_window: 256,
-        consecutive_stop: 0,
-        reset_on_user_turn: false,
-        ..GuardrailsConfig::default()
-    };
-    print(
-        "S2: 3-in-6 / 4-in-6 ladder, no tuning",
-        &figures(&runs, || vec![Box::new(LoopGuard::new(&seed_ladder))]),
-    );
+    eprintln!("|---|---|---|---|---|---|---|");
+    for set in sets {
+        for preset in Preset::ALL {
+            let label = if preset == Preset::Novelty {
+                "**default** (`novelty`)".to_owned()
+            } else {
+                format!("`{}`", preset.name())
+            };
+            print_row(set.name, &label, &row(set, &preset.config()));
+        }
+    }
+}
+
+#[test]
+fn the_literal_rules_stop_good_work_that_the_default_leaves_alone() {
+    // The reason for the redesign, kept as a regression check: S2's rules as written hand
+    // healthy OpenHands runs to a human; the default hands none of the resolved ones.
+    let Some(sets) = load_sets() else { return };
+    let openhands = sets.iter().find(|s| s.name == OPENHANDS).unwrap();
+    let literal = row(openhands, &Preset::S2Literal.config());
+    let default = row(openhands, &GuardrailsConfig::default());
+    assert!(literal.stopped_resolved > 10, "{literal:?}");
+    assert_eq!(default.stopped_resolved, 0);
 }

@@ -2,7 +2,7 @@
 //!
 //! - `looprail demo`: scripted scenarios through the full default stack on embedded defaults
 //!   (no API key, no server); exits 0 only if every scenario behaved as expected.
-//! - `looprail audit [--config FILE] [--json] PATH...`: replays recorded runs offline through the
+//! - `looprail audit [--config FILE] [--preset NAME] [--json] PATH...`: replays recorded runs offline through the
 //!   guard and context stack and reports where it would have intervened.
 //! - `looprail run`, `runs`, `resume`, `cancel`: a live agent on a real provider, durable in a
 //!   SQLite file.
@@ -19,6 +19,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use looprail::LooprailConfig;
+use looprail::guardrails::Preset;
 
 #[derive(Parser)]
 #[command(name = "looprail", version, about = "Keep LLM agent loops safe, cheap and recoverable")]
@@ -43,6 +44,10 @@ enum Command {
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// Replace the guardrails section with a named preset: novelty (the default),
+        /// s2-literal, s1-consecutive, s3-repeat-hint, s0-reflection, looprail-0.1.
+        #[arg(long, value_parser = parse_preset)]
+        preset: Option<Preset>,
         /// Files or directories of runs (OpenAI chat or Anthropic Messages; JSON or JSONL).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -65,6 +70,13 @@ enum Command {
         #[arg(long, default_value = "looprail.db")]
         store: PathBuf,
     },
+}
+
+fn parse_preset(name: &str) -> Result<Preset, String> {
+    Preset::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown preset `{name}` (one of {})", names.join(", "))
+    })
 }
 
 fn load_config(path: Option<&PathBuf>) -> Result<LooprailConfig, String> {
@@ -91,16 +103,21 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Demo { quiet } => return demo::run(quiet),
-        Command::Audit { config, json, paths } => load_config(config.as_ref()).and_then(|config| {
-            let report = audit::audit(&paths, &config, !json)?;
-            if json {
-                let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-                println!("{text}");
-            } else {
-                print!("{}", report.render());
-            }
-            Ok(())
-        }),
+        Command::Audit { config, json, preset, paths } => {
+            load_config(config.as_ref()).and_then(|mut config| {
+                if let Some(preset) = preset {
+                    config.guardrails = preset.config();
+                }
+                let report = audit::audit(&paths, &config, !json)?;
+                if json {
+                    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+                    println!("{text}");
+                } else {
+                    print!("{}", report.render());
+                }
+                Ok(())
+            })
+        }
         Command::Run(args) => live::run(args),
         Command::Runs { store } => live::list(&store),
         Command::Resume(args) => live::resume(args),

@@ -26,9 +26,9 @@ fn a_looping_run_is_caught_at_known_calls_and_a_healthy_one_is_left_alone() {
     assert!(healthy["stopped_at"].is_null() && healthy["stop_reason"].is_null());
 
     let looping = runs.iter().find(|r| r["path"].as_str().unwrap().contains("looping")).unwrap();
-    // fasterxml__jackson-databind-3860 repeats one edit from call 4 on (the loop starts at call
-    // 3): the 4th edit in 6 calls nudges (pattern thrash), the same edit with the same result
-    // climbs to a directive at 7 and hands over to a human at 9, loop start + 6.
+    // fasterxml__jackson-databind-3860 repeats one edit with the same result from call 4 on (the
+    // loop starts at call 3): its 3rd occurrence (2 stale calls in a row) nudges at 6, the 5th
+    // is a directive at 8, the 7th hands over to a human at 10, loop start + 7.
     let ladder: Vec<(u64, String)> = looping["events"]
         .as_array()
         .unwrap()
@@ -36,14 +36,17 @@ fn a_looping_run_is_caught_at_known_calls_and_a_healthy_one_is_left_alone() {
         .filter(|e| e["event"] == "agent.loop.detected")
         .map(|e| (e["call_index"].as_u64().unwrap(), e["level"].as_str().unwrap().to_owned()))
         .collect();
-    assert_eq!(ladder, [(5, "nudge".to_owned()), (7, "directive".to_owned()), (9, "ask_human".to_owned())]);
-    assert_eq!(looping["stopped_at"], 9);
+    assert_eq!(ladder, [(6, "nudge".to_owned()), (8, "directive".to_owned()), (10, "ask_human".to_owned())]);
+    assert_eq!(looping["stopped_at"], 10);
     assert_eq!(looping["stop_reason"], "ask_human");
     assert_eq!(looping["tool_calls"], 21);
     let event = &looping["events"][0];
-    for key in ["call_index", "event", "detector", "level", "tool"] {
+    for key in ["call_index", "event", "detector", "level", "tool", "tier", "evidence"] {
         assert!(!event[key].is_null(), "event field {key}");
     }
+    // Why it fired: calls 5 and 6 repeated calls 4 and 5.
+    assert_eq!(event["tier"], "identical");
+    assert_eq!(event["evidence"], serde_json::json!([4, 5]));
     for key in ["peak", "peak_with_compaction"] {
         assert!(looping["tokens"][key].as_u64().unwrap() > 0);
     }

@@ -38,18 +38,123 @@ impl Default for RepeatCounterConfig {
     }
 }
 
-/// Settings of the default loop-detection stack.
+/// A loop detector the [`LoopGuard`](crate::LoopGuard) can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DetectorKind {
+    /// Repetition without novelty (B10): the default.
+    Novelty,
+    /// Identical and pattern thrash in a window (F16, S2).
+    Thrash,
+    /// Alternating cycles (B3).
+    Cycle,
+    /// The same action with the same observation in a window (B3).
+    SameObservation,
+}
+
+/// Named settings: the default and the sources' literal rules, for users who want them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// The default: novelty-aware detection (B10) feeding the ladder, a novelty-aware backstop
+    /// and a reflection on repeated errors.
+    #[default]
+    Novelty,
+    /// S2 as written: identical thrash 3-in-6 and pattern thrash 4-in-6 each climbing the whole
+    /// ladder, a climb per detection, no step down, no reset on a user message.
+    S2Literal,
+    /// S1 as written: the 3rd identical step in a row stops the run (F15).
+    S1Consecutive,
+    /// S3's recommendation: the 4th call of one (tool, arguments) gets a `loop-detected` hint
+    /// instead of running (F18).
+    S3RepeatHint,
+    /// S0 as written: a reflection after 3 tool errors in a row (F19), nothing else.
+    S0Reflection,
+    /// looprail 0.1's default: thrash (pattern capped at a nudge), cycles and same
+    /// observations feeding the ladder.
+    Looprail01,
+}
+
+impl Preset {
+    /// Every preset, the default first.
+    pub const ALL: [Preset; 6] = [
+        Preset::Novelty,
+        Preset::S2Literal,
+        Preset::S1Consecutive,
+        Preset::S3RepeatHint,
+        Preset::S0Reflection,
+        Preset::Looprail01,
+    ];
+
+    /// The name used in config files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Novelty => "novelty",
+            Preset::S2Literal => "s2-literal",
+            Preset::S1Consecutive => "s1-consecutive",
+            Preset::S3RepeatHint => "s3-repeat-hint",
+            Preset::S0Reflection => "s0-reflection",
+            Preset::Looprail01 => "looprail-0.1",
+        }
+    }
+
+    /// The preset named `name`.
+    pub fn from_name(name: &str) -> Option<Preset> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The full configuration of this preset.
+    pub fn config(self) -> GuardrailsConfig {
+        let base = GuardrailsConfig::default();
+        let nothing =
+            GuardrailsConfig { detectors: Vec::new(), consecutive_stop: 0, error_streak: 0, ..base.clone() };
+        match self {
+            Preset::Novelty => base,
+            Preset::S2Literal => GuardrailsConfig {
+                detectors: vec![DetectorKind::Thrash],
+                pattern_max_level: Level::AskHuman,
+                escalation_gap: 1,
+                deescalate_after: u32::MAX,
+                reset_on_user_turn: false,
+                ..nothing
+            },
+            Preset::S1Consecutive => GuardrailsConfig { consecutive_steps: 3, ..nothing },
+            Preset::S3RepeatHint => {
+                GuardrailsConfig { repeat_counter: Some(RepeatCounterConfig::default()), ..nothing }
+            }
+            Preset::S0Reflection => {
+                GuardrailsConfig { error_streak: 3, error_streak_repeats_only: false, ..nothing }
+            }
+            Preset::Looprail01 => GuardrailsConfig {
+                detectors: vec![DetectorKind::Thrash, DetectorKind::Cycle, DetectorKind::SameObservation],
+                error_streak_repeats_only: false,
+                ..base
+            },
+        }
+    }
+}
+
+/// Settings of the loop-detection stack. Every key has a default; `preset` (in a config file)
+/// starts from a [`Preset`] and the other keys given override it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "GuardrailsFile")]
 pub struct GuardrailsConfig {
+    /// The detectors feeding the ladder, in order.
+    pub detectors: Vec<DetectorKind>,
+    /// Novelty (B10): stale calls in a row (calls that add no new (call, observation) pair)
+    /// that lead to a nudge.
+    pub novelty_after: u32,
+    /// Novelty: further stale calls in a row for each next rung (directive, then `ask_human`).
+    pub novelty_step: u32,
+    /// Novelty: distinct (call, observation) pairs remembered; an older pair counts as new.
+    pub novelty_memory: u32,
     /// Calls in the thrash window (F16).
     pub window: u32,
     /// Identical thrash: the same (tool, arguments) this many times in the window (F16).
     pub identical_threshold: u32,
     /// Pattern thrash: the same tool this many times in the window with differing arguments.
     pub pattern_threshold: u32,
-    /// Highest ladder level pattern thrash alone can reach. Sequential edits and lookups look
-    /// like pattern thrash, so by default it only nudges.
+    /// Highest ladder level pattern thrash alone can reach.
     pub pattern_max_level: Level,
     /// Alternating cycles (B3): a block of 2..=`cycle_max_period` calls repeated this often.
     pub cycle_repetitions: u32,
@@ -63,11 +168,17 @@ pub struct GuardrailsConfig {
     pub escalation_gap: u32,
     /// Calls without any detection after which the ladder steps one level down.
     pub deescalate_after: u32,
-    /// Consecutive identical steps that stop the run outright: a backstop for models that
-    /// ignore the ladder (0 switches it off).
+    /// Backstop for models that ignore the ladder: the same whole step with the same
+    /// observations this many times in a row stops the run (0 switches it off).
     pub consecutive_stop: u32,
+    /// F15 (S1) as a standalone guard: the same step this many times in a row stops the run
+    /// before its tools run, whatever they return (0 = off, the default).
+    pub consecutive_steps: u32,
     /// Consecutive tool errors that inject a reflection message (F19, 0 = off).
     pub error_streak: u32,
+    /// Reflect only when the error streak holds a repeated error (the same call failing the
+    /// same way); errors that all differ are the agent trying different things (B10).
+    pub error_streak_repeats_only: bool,
     /// The per-executor repeat counter (F18); off by default (see the tuning guide).
     pub repeat_counter: Option<RepeatCounterConfig>,
     /// Tools whose repeated calls are expected (status polls): never counted by detectors (B2).
@@ -83,6 +194,10 @@ pub struct GuardrailsConfig {
 impl Default for GuardrailsConfig {
     fn default() -> Self {
         Self {
+            detectors: vec![DetectorKind::Novelty],
+            novelty_after: 2,
+            novelty_step: 2,
+            novelty_memory: 256,
             window: 6,
             identical_threshold: 3,
             pattern_threshold: 4,
@@ -94,13 +209,62 @@ impl Default for GuardrailsConfig {
             escalation_gap: 2,
             deescalate_after: 8,
             consecutive_stop: 12,
+            consecutive_steps: 0,
             error_streak: 3,
+            error_streak_repeats_only: true,
             repeat_counter: None,
             polling_tools: Vec::new(),
             directive_tool: None,
             reset_on_user_turn: true,
         }
     }
+}
+
+/// Writes the `GuardrailsFile` mirror of [`GuardrailsConfig`]: every key optional, plus
+/// `preset`, so a file can start from a preset and override single keys.
+macro_rules! guardrails_file {
+    ($($key:ident: $ty:ty),* $(,)?) => {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct GuardrailsFile {
+            #[serde(default)]
+            preset: Preset,
+            $(#[serde(default)] $key: Option<$ty>,)*
+        }
+
+        impl From<GuardrailsFile> for GuardrailsConfig {
+            fn from(file: GuardrailsFile) -> Self {
+                let mut config = file.preset.config();
+                $(if let Some(value) = file.$key { config.$key = value; })*
+                config
+            }
+        }
+    };
+}
+
+guardrails_file! {
+    detectors: Vec<DetectorKind>,
+    novelty_after: u32,
+    novelty_step: u32,
+    novelty_memory: u32,
+    window: u32,
+    identical_threshold: u32,
+    pattern_threshold: u32,
+    pattern_max_level: Level,
+    cycle_repetitions: u32,
+    cycle_max_period: u32,
+    same_observation_threshold: u32,
+    same_observation_window: u32,
+    escalation_gap: u32,
+    deescalate_after: u32,
+    consecutive_stop: u32,
+    consecutive_steps: u32,
+    error_streak: u32,
+    error_streak_repeats_only: bool,
+    repeat_counter: Option<RepeatCounterConfig>,
+    polling_tools: Vec<String>,
+    directive_tool: Option<String>,
+    reset_on_user_turn: bool,
 }
 
 impl GuardrailsConfig {
@@ -116,6 +280,13 @@ impl GuardrailsConfig {
         let check = |ok: bool, key: &str, message: &str| {
             if ok { Ok(()) } else { Err(ConfigError::new(key, message)) }
         };
+        check(self.novelty_after >= 1, "novelty_after", "must be at least 1")?;
+        check(self.novelty_step >= 1, "novelty_step", "must be at least 1")?;
+        check(
+            (16..=65_536).contains(&self.novelty_memory),
+            "novelty_memory",
+            "must be between 16 and 65536",
+        )?;
         check((2..=64).contains(&self.window), "window", "must be between 2 and 64")?;
         check(
             (2..=self.window).contains(&self.identical_threshold),
@@ -138,6 +309,11 @@ impl GuardrailsConfig {
         check(self.escalation_gap >= 1, "escalation_gap", "must be at least 1")?;
         check(self.deescalate_after >= 1, "deescalate_after", "must be at least 1")?;
         check(self.consecutive_stop != 1, "consecutive_stop", "must be 0 (off) or at least 2")?;
+        check(self.consecutive_steps != 1, "consecutive_steps", "must be 0 (off) or at least 2")?;
+        let mut kinds = self.detectors.clone();
+        kinds.sort_unstable();
+        kinds.dedup();
+        check(kinds.len() == self.detectors.len(), "detectors", "names a detector twice")?;
         if let Some(repeat) = &self.repeat_counter {
             check(repeat.max_repeats >= 1, "repeat_counter.max_repeats", "must be at least 1")?;
             check(repeat.max_entries >= 16, "repeat_counter.max_entries", "must be at least 16")?;
@@ -163,11 +339,33 @@ mod tests {
             (r#"{"repeat_counter": {"action": "explode"}}"#, "repeat_counter.action"),
             (r#"{"repeat_counter": {"per_tool": {"poll": 0}}}"#, "repeat_counter.per_tool.poll"),
             (r#"{"windw": 6}"#, "windw"),
+            (r#"{"preset": "s9"}"#, "preset"),
+            (r#"{"detectors": ["novelty", "novelty"]}"#, "detectors"),
+            (r#"{"detectors": ["psychic"]}"#, "detectors[0]"),
+            (r#"{"consecutive_steps": 1}"#, "consecutive_steps"),
+            (r#"{"novelty_after": 0}"#, "novelty_after"),
         ];
         for (json, key) in cases {
             let err = GuardrailsConfig::from_json_str(json).unwrap_err();
             assert_eq!(err.key, key, "{json}: {err}");
         }
-        assert!(GuardrailsConfig::from_json_str("{}").is_ok());
+        assert_eq!(GuardrailsConfig::from_json_str("{}").unwrap(), GuardrailsConfig::default());
+    }
+
+    #[test]
+    fn a_preset_is_the_base_and_given_keys_override_it() {
+        let literal = GuardrailsConfig::from_json_str(r#"{"preset": "s2-literal"}"#).unwrap();
+        assert_eq!(literal, Preset::S2Literal.config());
+        assert_eq!(literal.detectors, vec![DetectorKind::Thrash]);
+        let tuned = GuardrailsConfig::from_json_str(r#"{"preset": "s2-literal", "window": 8}"#).unwrap();
+        assert_eq!(tuned.window, 8);
+        assert_eq!(tuned.escalation_gap, 1, "the rest stays the preset's");
+        for preset in Preset::ALL {
+            assert_eq!(Preset::from_name(preset.name()), Some(preset));
+            preset.config().validate().unwrap();
+            // A saved config reads back as itself.
+            let json = serde_json::to_string(&preset.config()).unwrap();
+            assert_eq!(GuardrailsConfig::from_json_str(&json).unwrap(), preset.config(), "{}", preset.name());
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use looprail_loop_core::config::ConfigError;
 use looprail_loop_core::event::Event;
 use looprail_loop_core::guard::{
     Decision, Guard, GuardStateError, TurnView, state_from_value, state_to_value,
@@ -16,8 +17,14 @@ use crate::signature::{CallSignature, Fnv64};
 /// resets the count; so does a new user message. S1's rule with its default of 3.
 ///
 /// On recorded runs this rule also stops healthy runs that retry a command three times and
-/// move on, so the default stack uses the ladder and keeps only a late backstop of this kind
-/// (see `GuardrailsConfig::consecutive_stop`).
+/// move on, so the default stack leaves it out (the `s1-consecutive` preset switches it on,
+/// see `GuardrailsConfig::consecutive_steps`).
+///
+/// ```
+/// use looprail_guardrails::ConsecutiveSteps;
+/// assert!(ConsecutiveSteps::new(1).is_err(), "refused, not silently raised");
+/// assert_eq!(ConsecutiveSteps::new(3).unwrap().count(), 0);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsecutiveSteps {
     max_steps: u32,
@@ -27,9 +34,13 @@ pub struct ConsecutiveSteps {
 }
 
 impl ConsecutiveSteps {
-    /// Stops at the `max_steps`-th identical step in a row.
-    pub fn new(max_steps: u32) -> Self {
-        Self { max_steps: max_steps.max(2), last: None, count: 0, calls_seen: 0 }
+    /// Stops at the `max_steps`-th identical step in a row; `max_steps` must be at least 2
+    /// (the error names the key `consecutive_steps`).
+    pub fn new(max_steps: u32) -> Result<Self, ConfigError> {
+        if max_steps < 2 {
+            return Err(ConfigError::new("consecutive_steps", "must be at least 2"));
+        }
+        Ok(Self { max_steps, last: None, count: 0, calls_seen: 0 })
     }
 
     /// Identical steps in a row so far.
@@ -39,8 +50,9 @@ impl ConsecutiveSteps {
 }
 
 impl Default for ConsecutiveSteps {
+    /// S1's default: the 3rd identical step stops the run.
     fn default() -> Self {
-        Self::new(3)
+        Self { max_steps: 3, last: None, count: 0, calls_seen: 0 }
     }
 }
 
@@ -77,6 +89,7 @@ impl Guard for ConsecutiveSteps {
                 tier: "identical_steps".into(),
                 tool: tool.clone(),
                 level: "stop".into(),
+                evidence: Vec::new(),
             }),
             Decision::Stop(StopCause::LoopDetected {
                 detector: "consecutive_steps".into(),

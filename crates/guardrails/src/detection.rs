@@ -30,6 +30,9 @@ pub struct Detection {
     pub tier: &'static str,
     /// The highest ladder level this finding may lead to.
     pub cap: Level,
+    /// The earlier calls (0-based run-wide indices) this call was found to repeat, oldest
+    /// first: why the detector fired.
+    pub evidence: Vec<u64>,
 }
 
 /// A loop detector: windows over recent calls, O(1) per call in the run's length.

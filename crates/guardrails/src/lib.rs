@@ -5,6 +5,7 @@
 //!
 //! | behaviour | type |
 //! |---|---|
+//! | B10 repetition without novelty (the default detector) | [`NoveltyStreak`] |
 //! | F15 consecutive identical steps stop the run | [`ConsecutiveSteps`] |
 //! | F16 identical and pattern thrash in a window | [`ThrashWindow`] |
 //! | F17 nudge → directive → forced `ask_human` | [`EscalationLadder`], driven by [`LoopGuard`] |
@@ -14,13 +15,17 @@
 //! | B2 polling tools exempt | [`GuardrailsConfig::polling_tools`] |
 //! | B3 alternating cycles, same action + same observation | [`CycleDetector`], [`SameObservation`] |
 //! | B5 offline replay of recorded runs | [`replay`] |
+//! | the sources' literal rules as named presets | [`Preset`] |
 //!
-//! [`default_stack`] is the coherent default: the [`LoopGuard`] (thrash, cycles and same
-//! observations feeding one ladder, with a late consecutive-step backstop) and the
-//! [`ErrorStreak`]. Its defaults were tuned on recorded SWE-agent and tau-bench runs: every
-//! stuck run is handed to a human by the 9th call of its loop, and no run the agent finished by
-//! itself is stopped or handed over (figures in `docs/guardrails.md`). All state is serde data
-//! saved with the run (F20).
+//! A loop is repetition without novelty: calls, and observations, the run has already
+//! produced, with nothing new in between. Re-running a test after a different edit, or polling
+//! a job whose output grows, is progress and never escalates. [`default_stack`] builds the
+//! stack a [`GuardrailsConfig`] describes; the default is the [`LoopGuard`] running the
+//! [`NoveltyStreak`] into the ladder (with a late backstop) and an [`ErrorStreak`] that reflects
+//! on repeated errors. Judged on real SWE-agent, OpenHands and tau-bench runs at once, it hands
+//! every stuck run to a human within 7 calls of its loop's start and stops no run the benchmark
+//! resolved on OpenHands or any run tau-bench's agent finished (figures in
+//! `docs/guardrails.md`). All state is serde data saved with the run (F20).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -62,24 +67,39 @@ mod repeat_counter;
 pub mod replay;
 pub mod signature;
 
-pub use config::{GuardrailsConfig, RepeatAction, RepeatCounterConfig};
+pub use config::{DetectorKind, GuardrailsConfig, Preset, RepeatAction, RepeatCounterConfig};
 pub use consecutive_steps::ConsecutiveSteps;
 pub use detection::{Detection, Detector, Observed};
-pub use detectors::{CycleDetector, SameObservation, ThrashWindow};
+pub use detectors::{CycleDetector, NoveltyStreak, SameObservation, ThrashWindow};
 pub use error_streak::ErrorStreak;
 pub use ladder::{EscalationLadder, Level};
 pub use loop_guard::{LOOP_GUARD, LoopGuard};
 pub use repeat_counter::{FLAG_LOOP_DETECTED, RepeatCounter};
 
-/// The default stack: [`LoopGuard`], [`ErrorStreak`] (when `error_streak > 0`) and the
-/// [`RepeatCounter`] when configured.
+/// The stack `config` describes: [`ConsecutiveSteps`] (when `consecutive_steps > 0`), the
+/// [`RepeatCounter`] (when configured), the [`LoopGuard`] (when it has a detector or a
+/// backstop) and the [`ErrorStreak`] (when `error_streak > 0`). Values out of range are left to
+/// [`GuardrailsConfig::validate`]; a guard whose setting it would refuse is left out.
 pub fn default_stack(config: &GuardrailsConfig) -> Vec<Box<dyn Guard>> {
-    let mut guards: Vec<Box<dyn Guard>> = vec![Box::new(LoopGuard::new(config))];
-    if config.error_streak > 0 {
-        guards.push(Box::new(ErrorStreak::new(config.error_streak)));
+    let mut guards: Vec<Box<dyn Guard>> = Vec::new();
+    if config.consecutive_steps > 0
+        && let Ok(guard) = ConsecutiveSteps::new(config.consecutive_steps)
+    {
+        guards.push(Box::new(guard));
     }
     if let Some(repeat) = &config.repeat_counter {
         guards.push(Box::new(RepeatCounter::new(repeat.clone(), config.polling_tools.clone())));
+    }
+    if !config.detectors.is_empty() || config.consecutive_stop > 0 {
+        guards.push(Box::new(LoopGuard::new(config)));
+    }
+    let streak = if config.error_streak_repeats_only {
+        ErrorStreak::repeats_only(config.error_streak)
+    } else {
+        ErrorStreak::new(config.error_streak)
+    };
+    if let Ok(guard) = streak {
+        guards.push(Box::new(guard));
     }
     guards
 }

@@ -10,9 +10,9 @@ use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_loop_core::outcome::StopCause;
 use looprail_loop_core::tool::ToolChoice;
 
-use crate::config::GuardrailsConfig;
+use crate::config::{DetectorKind, GuardrailsConfig};
 use crate::detection::{Detection, Detector, Observed};
-use crate::detectors::{CycleDetector, SameObservation, ThrashWindow};
+use crate::detectors::{CycleDetector, NoveltyStreak, SameObservation, ThrashWindow};
 use crate::ladder::{EscalationLadder, Level};
 use crate::signature::{CallSignature, Fnv64, observation_fingerprint};
 
@@ -33,10 +33,11 @@ struct SavedState {
     detectors: BTreeMap<String, serde_json::Value>,
 }
 
-/// Runs the window detectors (identical and pattern thrash, alternating cycles, same action
-/// with the same observation) after every tool call and walks the escalation ladder (F17):
-/// a soft nudge, a hard directive, then a forced `ask_human` call (or a stop when the run has
-/// no `ask_human` tool). Consecutive identical steps past `consecutive_stop` stop the run.
+/// Runs the configured detectors (by default [`NoveltyStreak`]: repetition without novelty)
+/// after every tool call and walks the escalation ladder (F17): a soft nudge, a hard
+/// directive, then a forced `ask_human` call (or a stop when the run has no `ask_human` tool).
+/// The same whole step with the same observations `consecutive_stop` times in a row stops the
+/// run: a backstop for a model that ignores the ladder (or a provider that ignores tool choice).
 ///
 /// ```
 /// use looprail_guardrails::{GuardrailsConfig, LoopGuard};
@@ -93,16 +94,32 @@ fn ask_human(tool: &str, ask_tool: &str) -> String {
 impl LoopGuard {
     /// The stack configured by `config`.
     pub fn new(config: &GuardrailsConfig) -> Self {
-        let detectors: Vec<Box<dyn Detector>> = vec![
-            Box::new(ThrashWindow::new(
-                config.window,
-                config.identical_threshold,
-                config.pattern_threshold,
-                config.pattern_max_level,
-            )),
-            Box::new(CycleDetector::new(config.cycle_max_period, config.cycle_repetitions)),
-            Box::new(SameObservation::new(config.same_observation_window, config.same_observation_threshold)),
-        ];
+        let detectors = config
+            .detectors
+            .iter()
+            .map(|kind| -> Box<dyn Detector> {
+                match kind {
+                    DetectorKind::Novelty => Box::new(NoveltyStreak::new(
+                        config.novelty_after,
+                        config.novelty_step,
+                        config.novelty_memory,
+                    )),
+                    DetectorKind::Thrash => Box::new(ThrashWindow::new(
+                        config.window,
+                        config.identical_threshold,
+                        config.pattern_threshold,
+                        config.pattern_max_level,
+                    )),
+                    DetectorKind::Cycle => {
+                        Box::new(CycleDetector::new(config.cycle_max_period, config.cycle_repetitions))
+                    }
+                    DetectorKind::SameObservation => Box::new(SameObservation::new(
+                        config.same_observation_window,
+                        config.same_observation_threshold,
+                    )),
+                }
+            })
+            .collect();
         Self {
             detectors,
             ladder: EscalationLadder::new(config.escalation_gap, config.deescalate_after),
@@ -133,6 +150,7 @@ impl LoopGuard {
                 tier: detection.tier.to_owned(),
                 tool: call.tool.to_owned(),
                 level: level.as_str().to_owned(),
+                evidence: detection.evidence.clone(),
             }),
             Decision::Emit(Event::GuardrailEscalated {
                 guard: LOOP_GUARD.to_owned(),
@@ -185,7 +203,8 @@ impl Guard for LoopGuard {
         results: &[ToolResult],
     ) -> Vec<Decision> {
         let mut decisions = Vec::new();
-        // The step's signature (for the backstop), built from the same per-call signatures.
+        // The step's key for the backstop: its calls' signatures AND observations, so a poll
+        // whose output changes is never a repeated step.
         let mut step = Fnv64::default();
         let mut first_watched: Option<&str> = None;
         for (call, result) in calls.iter().zip(results) {
@@ -195,15 +214,12 @@ impl Guard for LoopGuard {
                 continue;
             }
             let signature = CallSignature::of(&call.name, &call.arguments);
+            let observation = observation_fingerprint(&result.content);
             step.write(&signature.call.to_le_bytes());
+            step.write(&observation.to_le_bytes());
             first_watched.get_or_insert(call.name.as_str());
-            let observed = Observed {
-                index,
-                tool: &call.name,
-                signature,
-                observation: observation_fingerprint(&result.content),
-                is_error: result.is_error,
-            };
+            let observed =
+                Observed { index, tool: &call.name, signature, observation, is_error: result.is_error };
             let detections: Vec<Detection> =
                 self.detectors.iter_mut().filter_map(|d| d.observe(&observed)).collect();
             let strongest = detections.iter().max_by_key(|d| d.cap);
@@ -236,10 +252,11 @@ impl Guard for LoopGuard {
                     tier: "identical_steps".into(),
                     tool: tool.clone(),
                     level: "stop".into(),
+                    evidence: Vec::new(),
                 }));
                 decisions.push(Decision::Stop(StopCause::LoopDetected {
                     detector: "consecutive_steps".into(),
-                    detail: format!("the same step on `{tool}` {count} times in a row"),
+                    detail: format!("the same step on `{tool}` with the same result {count} times in a row"),
                     evidence: None,
                 }));
             }

@@ -10,7 +10,7 @@ use looprail_loop_core::message::{ToolCall, ToolResult};
 use looprail_loop_core::outcome::{LoopEvidence, StopCause};
 
 use crate::config::{RepeatAction, RepeatCounterConfig};
-use crate::signature::{CallSignature, canonical_arguments};
+use crate::signature::{CallSignature, display_arguments};
 
 /// The flag on a synthetic result the repeat counter returns instead of running the tool.
 pub const FLAG_LOOP_DETECTED: &str = "loop-detected";
@@ -92,12 +92,13 @@ impl Guard for RepeatCounter {
                 tier: "repeat".into(),
                 tool: call.name.clone(),
                 level: level.into(),
+                evidence: Vec::new(),
             }));
             match self.config.action {
                 RepeatAction::Abort => {
                     let evidence = LoopEvidence {
                         tool: call.name.clone(),
-                        arguments: canonical_arguments(&call.arguments),
+                        arguments: display_arguments(&call.arguments),
                         count,
                     };
                     decisions.push(Decision::Stop(StopCause::LoopDetected {

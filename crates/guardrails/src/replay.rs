@@ -70,6 +70,14 @@ pub struct ReplayEvent {
     pub level: String,
     /// The tool involved.
     pub tool: String,
+    /// The kind of repetition, such as `identical`, `cycle` or `no_novelty` (empty for
+    /// guards without tiers).
+    #[serde(default)]
+    pub tier: String,
+    /// The earlier calls (0-based run-wide indices) the call at `call_index` was found to
+    /// repeat: why the detector fired. Empty when the guard names none.
+    #[serde(default)]
+    pub evidence: Vec<u64>,
 }
 
 /// What a live run with this stack would have done on a recorded run.
@@ -121,13 +129,15 @@ impl Replayer<'_> {
     fn take(&mut self, decisions: Vec<Decision>, ask_tool: Option<&str>) -> bool {
         for decision in decisions {
             match decision {
-                Decision::Emit(Event::LoopDetected { call_index, detector, tool, level, .. }) => {
+                Decision::Emit(Event::LoopDetected { call_index, detector, tier, tool, level, evidence }) => {
                     self.report.events.push(ReplayEvent {
                         call_index,
                         event: "agent.loop.detected".into(),
                         detector,
                         level,
                         tool,
+                        tier,
+                        evidence,
                     });
                 }
                 Decision::Emit(Event::GuardIntervened { guard, action }) => {
@@ -139,6 +149,8 @@ impl Replayer<'_> {
                         detector: guard,
                         level,
                         tool,
+                        tier: String::new(),
+                        evidence: Vec::new(),
                     });
                 }
                 Decision::ForceToolChoice(ToolChoice::Named(name)) if Some(name.as_str()) == ask_tool => {

@@ -1,13 +1,17 @@
 //! Call signatures (B1) and observation fingerprints (B4).
 //!
-//! A signature is the tool name plus the arguments as canonical JSON (object keys sorted, no
-//! whitespace, string values truncated at 200 characters), hashed to 64 bits so windows hold
-//! integers, not strings. Key order and whitespace never change a signature.
+//! A signature is the tool name plus the WHOLE arguments as canonical JSON (object keys sorted,
+//! no whitespace), hashed to 64 bits so windows hold integers, not strings. Key order and
+//! whitespace never change a signature; any other difference anywhere in the arguments does
+//! (two full-file rewrites that differ only at the end are two different calls).
+//!
+//! S1's 200-character cut of string values is for display only: [`display_arguments`].
 
 use serde_json::Value;
 
-/// String argument values longer than this many characters are truncated before hashing (F15).
-pub const VALUE_TRUNCATION: usize = 200;
+/// String values longer than this many characters are cut when arguments are shown to a person
+/// (events, evidence, errors). Never used for equality.
+pub const DISPLAY_TRUNCATION: usize = 200;
 
 /// A stable 64-bit hasher that takes input eight bytes at a time (deterministic across
 /// processes and versions, unlike `std`'s, so hashes can be saved with a run). Not for
@@ -93,8 +97,9 @@ pub fn hash_str(text: &str) -> u64 {
     h.finish()
 }
 
-/// Writes `value` as canonical JSON into `out`: sorted keys, no whitespace, long strings cut.
-pub fn canonical_json(value: &Value, out: &mut String) {
+/// Writes `value` as canonical JSON into `out`: sorted keys, no whitespace; string values
+/// longer than `cut` characters are cut there (`usize::MAX` keeps them whole).
+pub fn canonical_json(value: &Value, cut: usize, out: &mut String) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -107,7 +112,7 @@ pub fn canonical_json(value: &Value, out: &mut String) {
                 out.push_str(&Value::String(key.clone()).to_string());
                 out.push(':');
                 if let Some(v) = map.get(key) {
-                    canonical_json(v, out);
+                    canonical_json(v, cut, out);
                 }
             }
             out.push('}');
@@ -118,13 +123,13 @@ pub fn canonical_json(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                canonical_json(item, out);
+                canonical_json(item, cut, out);
             }
             out.push(']');
         }
         Value::String(s) => {
-            let cut = s.char_indices().nth(VALUE_TRUNCATION).map_or(s.as_str(), |(i, _)| &s[..i]);
-            out.push_str(&Value::String(cut.to_owned()).to_string());
+            let kept = s.char_indices().nth(cut).map_or(s.as_str(), |(i, _)| &s[..i]);
+            out.push_str(&Value::String(kept.to_owned()).to_string());
         }
         other => out.push_str(&other.to_string()),
     }
@@ -200,9 +205,8 @@ fn hash_raw(raw: &str, h: &mut Fnv64) -> bool {
             if inner.contains('\\') || !raw.ends_with('"') || raw.len() < 2 {
                 return false;
             }
-            let cut = inner.char_indices().nth(VALUE_TRUNCATION).map_or(inner, |(i, _)| &inner[..i]);
             h.write_byte(b'"');
-            h.write(cut.as_bytes());
+            h.write(inner.as_bytes());
             h.write_byte(b'"');
             true
         }
@@ -245,10 +249,7 @@ fn hash_canonical(value: &Value, h: &mut Fnv64) {
             }
             h.write_byte(b']');
         }
-        Value::String(s) => {
-            let cut = s.char_indices().nth(VALUE_TRUNCATION).map_or(s.as_str(), |(i, _)| &s[..i]);
-            write_json_string(cut, h);
-        }
+        Value::String(s) => write_json_string(s, h),
         other => h.write(other.to_string().as_bytes()),
     }
 }
@@ -267,13 +268,26 @@ fn write_json_string(s: &str, h: &mut Fnv64) {
 /// The canonical form of a raw arguments text; text that is not JSON is used as it is, with
 /// surrounding whitespace trimmed.
 pub fn canonical_arguments(raw: &str) -> String {
+    canonical_with_cut(raw, usize::MAX)
+}
+
+/// The canonical arguments as shown to a person: string values cut at
+/// [`DISPLAY_TRUNCATION`] characters (S1's signature). Never compare these.
+pub fn display_arguments(raw: &str) -> String {
+    canonical_with_cut(raw, DISPLAY_TRUNCATION)
+}
+
+fn canonical_with_cut(raw: &str, cut: usize) -> String {
     match serde_json::from_str::<Value>(raw.trim()) {
         Ok(value) => {
-            let mut out = String::with_capacity(raw.len());
-            canonical_json(&value, &mut out);
+            let mut out = String::with_capacity(raw.len().min(4096));
+            canonical_json(&value, cut, &mut out);
             out
         }
-        Err(_) => raw.trim().to_owned(),
+        Err(_) => {
+            let text = raw.trim();
+            text.char_indices().nth(cut).map_or(text, |(i, _)| &text[..i]).to_owned()
+        }
     }
 }
 
@@ -440,12 +454,37 @@ mod tests {
     }
 
     #[test]
-    fn long_values_are_compared_on_their_first_200_characters() {
-        let long_a = format!("{}A", "x".repeat(200));
-        let long_b = format!("{}B", "x".repeat(200));
-        let a = CallSignature::of("write", &serde_json::json!({ "text": long_a }).to_string());
-        let b = CallSignature::of("write", &serde_json::json!({ "text": long_b }).to_string());
-        assert_eq!(a, b);
+    fn long_values_are_compared_whole_and_cut_only_for_display() {
+        // Two full-file rewrites that differ only after the 200th character (issue 13).
+        let long_a = format!("{}A", "x".repeat(5000));
+        let long_b = format!("{}B", "x".repeat(5000));
+        let args_a = serde_json::json!({ "file_text": long_a, "path": "f.py" }).to_string();
+        let args_b = serde_json::json!({ "file_text": long_b, "path": "f.py" }).to_string();
+        assert_ne!(CallSignature::of("create", &args_a), CallSignature::of("create", &args_b));
+        // The same through the escaped (allocating) path.
+        let esc_a = serde_json::json!({ "file_text": format!("line\n{long_a}") }).to_string();
+        let esc_b = serde_json::json!({ "file_text": format!("line\n{long_b}") }).to_string();
+        assert_ne!(CallSignature::of("create", &esc_a), CallSignature::of("create", &esc_b));
+        assert_eq!(display_arguments(&args_a), display_arguments(&args_b));
+        assert!(display_arguments(&args_a).len() < 240);
+        assert!(canonical_arguments(&args_a).len() > 5000);
+    }
+
+    #[test]
+    fn fast_and_allocating_paths_agree() {
+        for args in
+            [r#"{"b": [1, 2, {"z": "q", "a": null}], "a": "x"}"#, r#"{"k": "a\nb", "j": 1.5}"#, "not json"]
+        {
+            let value: Option<Value> = serde_json::from_str(args).ok();
+            let mut slow = Fnv64::default();
+            slow.write(b"t");
+            slow.write_byte(0);
+            match &value {
+                Some(v) => hash_canonical(v, &mut slow),
+                None => slow.write(args.as_bytes()),
+            }
+            assert_eq!(CallSignature::of("t", args).call, slow.finish(), "{args}");
+        }
     }
 
     #[test]

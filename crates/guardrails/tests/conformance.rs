@@ -103,8 +103,13 @@ async fn a_different_call_in_between_resets_the_consecutive_counter() {
         .call_tool("a", "{}")
         .call_tool("a", "{}")
         .reply_text("fine");
-    let (outcome, _, _) =
-        drive(LoopConfig::default(), provider, tools.clone(), vec![Box::new(ConsecutiveSteps::new(3))]).await;
+    let (outcome, _, _) = drive(
+        LoopConfig::default(),
+        provider,
+        tools.clone(),
+        vec![Box::new(ConsecutiveSteps::new(3).unwrap())],
+    )
+    .await;
     assert_eq!(outcome.final_text, "fine");
 
     let provider = ScriptedProvider::new("m")
@@ -115,7 +120,8 @@ async fn a_different_call_in_between_resets_the_consecutive_counter() {
     let a = RecordingTool::new("a");
     let tools = ToolSet::new().with(a.clone());
     let (outcome, run, _) =
-        drive(LoopConfig::default(), provider, tools, vec![Box::new(ConsecutiveSteps::new(3))]).await;
+        drive(LoopConfig::default(), provider, tools, vec![Box::new(ConsecutiveSteps::new(3).unwrap())])
+            .await;
     assert!(
         matches!(outcome.stop, StopCause::LoopDetected { ref detector, .. } if detector == "consecutive_steps")
     );
@@ -138,12 +144,18 @@ fn result(ok: bool) -> ToolResult {
 }
 
 fn reflections(guard: &mut ErrorStreak, outcomes: &[bool]) -> usize {
+    reflections_on(guard, outcomes, |_| "Error: failed".to_owned())
+}
+
+fn reflections_on(guard: &mut ErrorStreak, outcomes: &[bool], error: impl Fn(usize) -> String) -> usize {
     let (counters, config) = (Counters::default(), LoopConfig::default());
     let call = ToolCall::new("c", "t", "{}");
     outcomes
         .iter()
-        .map(|ok| {
-            guard.after_tools(&view(&counters, &config), std::slice::from_ref(&call), &[result(*ok)]).len()
+        .enumerate()
+        .map(|(i, ok)| {
+            let result = if *ok { result(true) } else { ToolResult::error("c", error(i)) };
+            guard.after_tools(&view(&counters, &config), std::slice::from_ref(&call), &[result]).len()
         })
         .filter(|n| *n > 0)
         .count()
@@ -151,12 +163,135 @@ fn reflections(guard: &mut ErrorStreak, outcomes: &[bool]) -> usize {
 
 #[test]
 fn three_errors_reflect_and_a_success_resets_the_streak() {
-    let mut guard = ErrorStreak::new(3);
+    let mut guard = ErrorStreak::new(3).unwrap();
     assert_eq!(reflections(&mut guard, &[false, false, false]), 1);
     assert_eq!(reflections(&mut guard, &[true, false, false]), 0, "the success reset the streak");
     assert_eq!(reflections(&mut guard, &[false]), 1);
     guard.on_user_turn();
     assert_eq!(reflections(&mut guard, &[false, false]), 0);
+}
+
+#[test]
+fn the_default_reflection_needs_a_repeated_error_in_the_streak() {
+    let mut guard = ErrorStreak::repeats_only(3).unwrap();
+    let distinct = |i: usize| {
+        ["No such file", "Parameter `old_str` is required", "File already exists"][i % 3].to_owned()
+    };
+    assert_eq!(
+        reflections_on(&mut guard, &[false, false, false], distinct),
+        0,
+        "three different failures: exploring"
+    );
+    assert_eq!(
+        reflections_on(&mut guard, &[false], |_| "No such file".to_owned()),
+        1,
+        "the same failure again"
+    );
+    let mut guard = ErrorStreak::repeats_only(3).unwrap();
+    assert_eq!(reflections(&mut guard, &[false, false]), 0, "a repeat, but the streak is short");
+    assert_eq!(reflections(&mut guard, &[false]), 1);
+    assert_eq!(reflections(&mut guard, &[false, false]), 0, "the next reflection needs a full streak again");
+}
+
+fn thrash_verdicts(calls: &[(&str, &str)]) -> Vec<Option<&'static str>> {
+    let mut detector = looprail_guardrails::ThrashWindow::new(6, 3, 4, Level::AskHuman);
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, args))| detector.observe(&observed(i as u64, tool, args, "out")).map(|d| d.tier))
+        .collect()
+}
+
+#[test]
+fn thrash_windows_fire_exactly_at_their_edges() {
+    let a = ("grep", r#"{"q": "a"}"#);
+    let other = |n: &'static str| ("ls", n);
+    // 3 identical in the last 6: the 1st A is the 6th call back.
+    let hit = thrash_verdicts(&[other("1"), a, other("2"), other("3"), a, other("4"), a]);
+    assert_eq!(hit.last(), Some(&Some("identical")));
+    // One call further apart: the 1st A has left the window.
+    let miss = thrash_verdicts(&[a, other("2"), other("3"), other("4"), a, other("5"), a]);
+    assert_eq!(miss.last(), Some(&None));
+    // 4 calls of one tool with differing arguments in the last 6: pattern thrash.
+    let t = |n: &'static str| ("edit", n);
+    let hit = thrash_verdicts(&[t("1"), t("2"), other("x"), t("3"), other("y"), t("4")]);
+    assert_eq!(hit.last(), Some(&Some("pattern")));
+    let miss = thrash_verdicts(&[t("1"), other("x"), t("2"), other("y"), t("3"), other("z"), t("4")]);
+    assert_eq!(miss.last(), Some(&None), "only 3 of the last 6");
+}
+
+fn novelty_levels(calls: &[(&str, &str, &str)]) -> Vec<(u64, String)> {
+    let config = LoopConfig::default();
+    let counters = Counters::default();
+    let mut guard = LoopGuard::new(&GuardrailsConfig::default());
+    let mut levels = Vec::new();
+    for (i, (tool, args, output)) in calls.iter().enumerate() {
+        let call = ToolCall::new(format!("c{i}"), *tool, *args);
+        let result = ToolResult::ok(format!("c{i}"), *output);
+        for d in guard.after_tools(&view(&counters, &config), &[call], &[result]) {
+            if let Decision::Emit(Event::LoopDetected { call_index, level, .. }) = d {
+                levels.push((call_index, level));
+            }
+        }
+    }
+    levels
+}
+
+#[test]
+fn edit_then_rerun_the_same_test_is_progress_even_with_the_same_failure() {
+    let mut calls = Vec::new();
+    let edits: Vec<String> =
+        (0..15).map(|i| format!(r#"{{"command": "str_replace", "new_str": "attempt {i}"}}"#)).collect();
+    for edit in &edits {
+        calls.push(("editor", edit.as_str(), "The file was edited."));
+        calls.push(("bash", r#"{"command": "pytest tests/test_x.py"}"#, "1 failed, 20 passed in 0.31s"));
+    }
+    assert_eq!(novelty_levels(&calls), [], "every edit is new: nothing to detect");
+}
+
+#[test]
+fn a_poll_whose_output_grows_is_never_flagged() {
+    let logs: Vec<String> = (1..40).map(|n| "building module\n".repeat(n)).collect();
+    let mut calls = Vec::new();
+    for log in &logs {
+        calls.push(("bash", r#"{"command": "sleep 30"}"#, ""));
+        calls.push(("BashOutput", r#"{"bash_id": "b1"}"#, log.as_str()));
+    }
+    assert_eq!(novelty_levels(&calls), []);
+}
+
+#[test]
+fn the_same_call_with_the_same_result_climbs_at_the_3rd_5th_and_7th_call() {
+    let calls =
+        [("editor", r#"{"command": "create", "path": "t.py"}"#, "ERROR: Parameter `file_text` is required");
+            8];
+    let levels = novelty_levels(&calls);
+    let expected = [(2, "nudge"), (4, "directive"), (6, "ask_human")];
+    assert_eq!(levels, expected.map(|(i, l)| (i, l.to_owned())));
+    // Something new in between restarts the count: two short bursts never reach a directive.
+    let mut calls = vec![("bash", r#"{"command": "pytest"}"#, "1 failed"); 3];
+    calls.push(("editor", r#"{"command": "view", "path": "a.py"}"#, "def f(): pass"));
+    calls.extend([("bash", r#"{"command": "pytest"}"#, "1 failed"); 3]);
+    let levels = novelty_levels(&calls);
+    assert_eq!(levels, [(2, "nudge".to_owned())]);
+}
+
+#[test]
+fn the_audit_evidence_names_the_repeated_calls() {
+    let config = LoopConfig::default();
+    let counters = Counters::default();
+    let mut guard = LoopGuard::new(&GuardrailsConfig::default());
+    let mut found = Vec::new();
+    for (i, (args, out)) in [("a", "x"), ("b", "y"), ("a", "x"), ("b", "y"), ("a", "x")].iter().enumerate() {
+        let call = ToolCall::new(format!("c{i}"), "t", format!(r#"{{"k": "{args}"}}"#));
+        let result = ToolResult::ok(format!("c{i}"), *out);
+        for d in guard.after_tools(&view(&counters, &config), &[call], &[result]) {
+            if let Decision::Emit(Event::LoopDetected { tier, evidence, .. }) = d {
+                found.push((tier, evidence));
+            }
+        }
+    }
+    assert_eq!(found, [("cycle".to_owned(), vec![0, 1])], "A-B-A-B: the 2nd A and B repeat calls 0 and 1");
 }
 
 fn cycle_verdicts(sequence: &str) -> Vec<bool> {

@@ -5,7 +5,7 @@
 
 use looprail_guardrails::{EscalationLadder, GuardrailsConfig, Level, LoopGuard, default_stack};
 use looprail_loop_core::config::LoopConfig;
-use looprail_loop_core::guard::{Counters, TurnView};
+use looprail_loop_core::guard::{Counters, Decision, TurnView};
 use looprail_loop_core::prelude::*;
 use proptest::prelude::*;
 
@@ -86,6 +86,53 @@ proptest! {
                 prop_assert!(g.before_tools(&view, std::slice::from_ref(&c)).is_empty());
                 prop_assert!(g.after_tools(&view, std::slice::from_ref(&c), std::slice::from_ref(&r)).is_empty());
             }
+        }
+    }
+
+    #[test]
+    fn one_generic_tool_with_new_arguments_every_call_never_gets_an_event(
+        outputs in prop::collection::vec(0u8..3, 1..80),
+    ) {
+        // A scaffold with a single `bash` tool: the tool name carries no information, and the
+        // same few outputs recur ("ok", an error, nothing). Every call is new: no event.
+        let config = LoopConfig::default();
+        let counters = Counters::default();
+        let view = TurnView { counters: &counters, messages: &[], config: &config, elapsed: Default::default() };
+        let mut guards = default_stack(&GuardrailsConfig::default());
+        for (i, out) in outputs.iter().enumerate() {
+            let c = ToolCall::new(format!("c{i}"), "bash", format!("{{\"command\": \"step {i}\"}}"));
+            let r = ToolResult::ok(format!("c{i}"), ["ok", "Error: exit 1", ""][*out as usize]);
+            for g in &mut guards {
+                prop_assert!(g.after_tools(&view, std::slice::from_ref(&c), std::slice::from_ref(&r)).is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn an_identical_call_whose_observation_changes_never_climbs_past_a_nudge(
+        outputs in prop::collection::vec(0u8..4, 2..80),
+    ) {
+        // The same poll every time; its output differs from the one before (it may come back
+        // to an earlier one: a job flipping between states).
+        let mut observations = vec![outputs[0]];
+        for o in &outputs[1..] {
+            if Some(o) != observations.last() {
+                observations.push(*o);
+            }
+        }
+        let config = LoopConfig::default();
+        let counters = Counters::default();
+        let view = TurnView { counters: &counters, messages: &[], config: &config, elapsed: Default::default() };
+        let mut guard = LoopGuard::new(&GuardrailsConfig::default());
+        for (i, out) in observations.iter().enumerate() {
+            let c = ToolCall::new(format!("c{i}"), "job_status", r#"{"id": "j-1"}"#);
+            let r = ToolResult::ok(format!("c{i}"), format!("state {}", ["queued", "running", "waiting", "idle"][*out as usize]));
+            for d in guard.after_tools(&view, std::slice::from_ref(&c), std::slice::from_ref(&r)) {
+                if let Decision::Stop(_) | Decision::ForceToolChoice(_) = d {
+                    prop_assert!(false, "stopped or forced at call {i}");
+                }
+            }
+            prop_assert!(guard.level() <= Level::Nudge, "climbed to {:?} at call {i}", guard.level());
         }
     }
 

@@ -122,6 +122,9 @@ pub enum Event {
         tool: String,
         /// The ladder level it led to.
         level: String,
+        /// The earlier calls (run-wide indices) it matched: why it fired.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        evidence: Vec<u64>,
     },
     /// A guard moved up its escalation ladder.
     GuardrailEscalated {

@@ -13,7 +13,7 @@ use crate::ladder::Level;
 pub struct CycleDetector {
     max_period: usize,
     repetitions: usize,
-    recent: VecDeque<u64>,
+    recent: VecDeque<(u64, u64)>,
 }
 
 impl CycleDetector {
@@ -31,9 +31,9 @@ impl CycleDetector {
             return false;
         }
         let start = len - span;
-        let first = self.recent[len - 1];
-        let block_has_two = (len - period..len).any(|i| self.recent[i] != first);
-        block_has_two && (start..len - period).all(|i| self.recent[i] == self.recent[i + period])
+        let first = self.recent[len - 1].1;
+        let block_has_two = (len - period..len).any(|i| self.recent[i].1 != first);
+        block_has_two && (start..len - period).all(|i| self.recent[i].1 == self.recent[i + period].1)
     }
 }
 
@@ -46,11 +46,15 @@ impl Detector for CycleDetector {
         if self.recent.len() == self.max_period * self.repetitions {
             self.recent.pop_front();
         }
-        self.recent.push_back(call.signature.call);
-        (2..=self.max_period).any(|period| self.periodic(period)).then_some(Detection {
+        self.recent.push_back((call.index, call.signature.call));
+        let period = (2..=self.max_period).find(|period| self.periodic(*period))?;
+        let span = period * self.repetitions;
+        let evidence = self.recent.iter().skip(self.recent.len() - span).map(|(i, _)| *i);
+        Some(Detection {
             detector: "cycle",
             tier: "alternating",
             cap: Level::AskHuman,
+            evidence: evidence.take(span - 1).collect(),
         })
     }
 

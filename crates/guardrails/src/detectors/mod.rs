@@ -1,9 +1,11 @@
 //! The window detectors the [`LoopGuard`](crate::LoopGuard) runs after every tool call.
 
 mod cycle;
+mod novelty;
 mod same_observation;
 mod thrash;
 
 pub use cycle::CycleDetector;
+pub use novelty::NoveltyStreak;
 pub use same_observation::SameObservation;
 pub use thrash::ThrashWindow;

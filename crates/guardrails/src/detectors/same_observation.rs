@@ -14,7 +14,7 @@ use crate::ladder::Level;
 pub struct SameObservation {
     window: usize,
     threshold: usize,
-    recent: VecDeque<(u64, u64)>,
+    recent: VecDeque<(u64, (u64, u64))>,
 }
 
 impl SameObservation {
@@ -35,12 +35,13 @@ impl Detector for SameObservation {
             self.recent.pop_front();
         }
         let pair = (call.signature.call, call.observation);
-        self.recent.push_back(pair);
-        let count = self.recent.iter().filter(|p| **p == pair).count();
-        (count >= self.threshold).then_some(Detection {
+        let earlier: Vec<u64> = self.recent.iter().filter(|(_, p)| *p == pair).map(|(i, _)| *i).collect();
+        self.recent.push_back((call.index, pair));
+        (earlier.len() + 1 >= self.threshold).then_some(Detection {
             detector: "same_observation",
             tier: "same_observation",
             cap: Level::AskHuman,
+            evidence: earlier,
         })
     }
 

@@ -17,7 +17,7 @@ pub struct ThrashWindow {
     identical: usize,
     pattern: usize,
     pattern_cap: Level,
-    recent: VecDeque<CallSignature>,
+    recent: VecDeque<(u64, CallSignature)>,
 }
 
 impl ThrashWindow {
@@ -44,15 +44,28 @@ impl Detector for ThrashWindow {
         if self.recent.len() == self.window {
             self.recent.pop_front();
         }
-        self.recent.push_back(call.signature);
         let sig = call.signature;
-        let same_call = self.recent.iter().filter(|s| s.call == sig.call).count();
-        if same_call >= self.identical {
-            return Some(Detection { detector: "thrash", tier: "identical", cap: Level::AskHuman });
+        let earlier = |same: &dyn Fn(&CallSignature) -> bool| -> Vec<u64> {
+            self.recent.iter().filter(|(_, s)| same(s)).map(|(i, _)| *i).collect()
+        };
+        let same_call = earlier(&|s| s.call == sig.call);
+        let same_tool = earlier(&|s| s.tool == sig.tool);
+        self.recent.push_back((call.index, sig));
+        if same_call.len() + 1 >= self.identical {
+            return Some(Detection {
+                detector: "thrash",
+                tier: "identical",
+                cap: Level::AskHuman,
+                evidence: same_call,
+            });
         }
-        let same_tool = self.recent.iter().filter(|s| s.tool == sig.tool).count();
-        if same_tool >= self.pattern && same_tool > same_call {
-            return Some(Detection { detector: "thrash", tier: "pattern", cap: self.pattern_cap });
+        if same_tool.len() + 1 >= self.pattern && same_tool.len() > same_call.len() {
+            return Some(Detection {
+                detector: "thrash",
+                tier: "pattern",
+                cap: self.pattern_cap,
+                evidence: same_tool,
+            });
         }
         None
     }
