@@ -123,24 +123,46 @@ pub mod trajectories {
     }
 
     impl Recording {
-        /// True when the agent finished by itself: SWE-agent's `submitted`, and every
-        /// tau-bench run (a conversation that ended normally).
+        /// True when the agent finished by itself: SWE-agent's `submitted`, OpenHands'
+        /// `self_finished` (it called `finish`), and every tau-bench run (a conversation that
+        /// ended normally).
         pub fn self_finished(&self) -> bool {
             let status = self.meta.get("exit_status").and_then(|s| s.as_str());
-            status == Some("submitted") || self.path.to_string_lossy().contains("tau-bench")
+            let flag = self.meta.get("self_finished").and_then(serde_json::Value::as_bool);
+            status == Some("submitted")
+                || flag == Some(true)
+                || self.path.to_string_lossy().contains("tau-bench")
+        }
+
+        /// True when the benchmark judged the run a success: `resolved` (SWE-bench sets) or a
+        /// reward of 1 (tau-bench).
+        pub fn resolved(&self) -> bool {
+            let resolved = self.meta.get("resolved").and_then(serde_json::Value::as_bool);
+            let reward = self.meta.get("reward").and_then(serde_json::Value::as_f64);
+            resolved == Some(true) || reward == Some(1.0)
         }
     }
 
-    /// The shared trajectories folder, or `None` (with a note on stderr) when it is absent,
-    /// as in a user's clone.
+    /// The shared trajectories folder, or `None` (with a note on stderr) when it is absent, as
+    /// in a user's clone. Under CI (the `CI` environment variable set) the folder is always
+    /// there, so its absence panics instead of skipping silently.
     pub fn root() -> Option<PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/trajectories");
-        if root.is_dir() {
-            Some(root)
-        } else {
-            eprintln!("skipped: {} is absent (it ships beside the repository, not in it)", root.display());
-            None
+        shared_dir("trajectories")
+    }
+
+    /// `../shared/<name>` beside the repository, with [`root`]'s rule for its absence.
+    pub fn shared_dir(name: &str) -> Option<PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared").join(name);
+        if dir.is_dir() {
+            return Some(dir);
         }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing under CI: recorded-data tests must not pass silently",
+            dir.display()
+        );
+        eprintln!("skipped: {} is absent (it ships beside the repository, not in it)", dir.display());
+        None
     }
 
     /// Loads every `*.json` run under `dir`, sorted by path.

@@ -14,6 +14,8 @@ use looprail_loop_core::transcript::from_openai_messages;
 fn counts_match_tiktoken_on_every_recorded_message() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/trajectories");
     if !root.is_dir() {
+        // Under CI ../shared is always there: its absence must fail, never pass silently.
+        assert!(std::env::var_os("CI").is_none(), "{} is missing under CI", root.display());
         eprintln!("skipped: {} is absent (it ships beside the repository, not in it)", root.display());
         return;
     }
