@@ -83,13 +83,17 @@ async fn a_streamed_openai_tool_loop_completes_and_sends_the_result_back() {
 async fn an_anthropic_tool_loop_completes_and_escapes_are_refused() {
     let dir = temp_dir("anthropic");
     std::os::unix::fs::symlink(dir.join("secret.txt"), dir.join("work/link.txt")).unwrap();
+    // A planted link whose target does not exist yet (issue 14: it used to be written through).
+    std::os::unix::fs::symlink(dir.join("planted.txt"), dir.join("work/planted.txt")).unwrap();
     let call = |id: &str, path: &str| {
         Reply::json(200, &serde_json::json!({"content": [{"type": "tool_use", "id": id, "name": "read_file", "input": {"path": path}}], "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}}).to_string())
     };
+    let write = Reply::json(200, &serde_json::json!({"content": [{"type": "tool_use", "id": "toolu_4", "name": "write_file", "input": {"path": "planted.txt", "content": "pwned"}}], "stop_reason": "tool_use"}).to_string());
     let server = FakeServer::start(vec![
         call("toolu_1", "../secret.txt"),
         call("toolu_2", "link.txt"),
         call("toolu_3", "/etc/passwd"),
+        write,
         Reply::json(
             200,
             r#"{"content": [{"type": "text", "text": "I cannot read those."}], "stop_reason": "end_turn"}"#,
@@ -114,7 +118,8 @@ async fn an_anthropic_tool_loop_completes_and_escapes_are_refused() {
     let out = looprail(args).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("I cannot read those."));
-    let last = &server.requests()[3].body;
+    assert!(!dir.join("planted.txt").exists(), "nothing was written outside the work directory");
+    let last = &server.requests()[4].body;
     let results: Vec<serde_json::Value> = last["messages"]
         .as_array()
         .unwrap()
@@ -122,8 +127,8 @@ async fn an_anthropic_tool_loop_completes_and_escapes_are_refused() {
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
         .filter(|b| b["type"] == "tool_result")
         .collect();
-    assert_eq!(results.len(), 3);
-    for (result, id) in results.iter().zip(["toolu_1", "toolu_2", "toolu_3"]) {
+    assert_eq!(results.len(), 4);
+    for (result, id) in results.iter().zip(["toolu_1", "toolu_2", "toolu_3", "toolu_4"]) {
         assert_eq!(result["tool_use_id"], id);
         assert_eq!(result["is_error"], true);
         assert!(result["content"].as_str().unwrap().contains("outside the work directory"), "{result}");

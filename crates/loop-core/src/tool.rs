@@ -131,6 +131,17 @@ pub struct ToolContext {
     pub events: crate::event::EventSink,
 }
 
+impl ToolContext {
+    /// A context outside any run (tests, direct calls): never cancelled, events dropped.
+    pub fn detached(call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            cancel: CancellationToken::new(),
+            events: crate::event::EventSink::none(),
+        }
+    }
+}
+
 /// A tool the model can call.
 ///
 /// ```

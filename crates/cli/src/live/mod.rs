@@ -1,8 +1,6 @@
 //! `looprail run`, `runs`, `resume` and `cancel`: a live agent on a real provider, durable in a
 //! SQLite file.
 
-mod workdir;
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +15,7 @@ use looprail::journal::{Resumed, RunSpec, RunStatus, Runner, SqliteStore, Starte
 use looprail::providers::{AnthropicClient, ClientConfig, OpenAiClient};
 use looprail::retry::{Retry, RetryingExecutor};
 
-pub use workdir::Workdir;
+use looprail_workdir::Workdir;
 
 const SYSTEM: &str = "You are a careful assistant working in a local directory. Use the tools to \
 read, search and write files there; answer concisely.";
@@ -118,7 +116,7 @@ async fn runner(args: &ModelArgs) -> Result<Runner, String> {
         None => LooprailConfig::default(),
     };
     let provider = provider(args)?;
-    let tools = Workdir::new(&args.workdir)?.tools();
+    let tools = Workdir::open(&args.workdir).map_err(|e| format!("work directory: {e}"))?.tools();
     let store = SqliteStore::open(&args.store).await.map_err(|e| format!("{}: {e}", args.store.display()))?;
     let (guardrails, compaction) = (config.guardrails.clone(), config.compaction.clone());
     Ok(Runner::new(store, provider, tools, SYSTEM)
