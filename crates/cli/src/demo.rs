@@ -361,16 +361,22 @@ fn crash_resume(quiet: bool) -> Result<Check, String> {
             crash_first: false.into(),
             crashed: Arc::new(tokio::sync::Notify::new()),
         };
+        // The resumed model sees the send in its history: it only has to answer. (A scripted
+        // provider restarting its script would ask for a second, new send.)
+        let answer = || ScriptedProvider::new("scripted").reply_text("Booking confirmed by email.");
         let runner =
-            Runner::new(store.clone(), Arc::new(script()), ToolSet::new().with(tool()), "You book travel.");
+            Runner::new(store.clone(), Arc::new(answer()), ToolSet::new().with(tool()), "You book travel.");
         let first = runner.resume("booking-1").await.map_err(|e| e.to_string())?;
         let Resumed::Ran(halted) = first else { return Err("the resume did not run".to_owned()) };
         if halted.state != RunState::WaitingOnHuman {
             return Err(format!("expected a halt for a human, got {:?}", halted.state));
         }
-        // A person checks the mail server and records that it went out.
-        store.resolve_tool_call("booking-1", "call_1", "sent", false).await.map_err(|e| e.to_string())?;
-        let runner = Runner::new(store, Arc::new(script()), ToolSet::new().with(tool()), "You book travel.");
+        // A person checks the mail server and records that the call the halt names went out.
+        let StopCause::ResumeUnsafe { call_id, .. } = &halted.stop else {
+            return Err(format!("expected a resume-unsafe halt, got {:?}", halted.stop));
+        };
+        store.resolve_tool_call("booking-1", call_id, "sent", false).await.map_err(|e| e.to_string())?;
+        let runner = Runner::new(store, Arc::new(answer()), ToolSet::new().with(tool()), "You book travel.");
         match runner.resume("booking-1").await.map_err(|e| e.to_string())? {
             Resumed::Ran(outcome) => Ok(outcome),
             Resumed::Halted(h) => Err(format!("halted: {h:?}")),

@@ -25,7 +25,8 @@
 //! let runner = Runner::new(store.clone(), Arc::new(provider), ToolSet::new().with(email.clone()), "You send emails.");
 //! let Started::Ran(outcome) = runner.start(&RunSpec::new("run-1", "c1", "Email Bob")).await? else { unreachable!() };
 //! assert_eq!(outcome.final_text, "Sent.");
-//! let row = store.tool_call("run-1", "call_1").await?.unwrap();
+//! // The envelope keys calls by the engine's run-unique id (the provider's may repeat).
+//! let row = store.tool_call("run-1", "lr-0").await?.unwrap();
 //! assert!(row.completed.is_some(), "the envelope recorded the call and its result");
 //! # let _ = std::fs::remove_file(&path);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

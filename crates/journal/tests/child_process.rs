@@ -56,7 +56,8 @@ async fn a_killed_process_leaves_a_resumable_run_that_does_not_resend() {
     child.wait().unwrap();
 
     let store = SqliteStore::open(&db).await.unwrap();
-    let row = store.tool_call("run", "s1").await.unwrap().unwrap();
+    // The envelope keys calls by the engine's id: the run's first call is `lr-0`.
+    let row = store.tool_call("run", "lr-0").await.unwrap().unwrap();
     assert!(row.completed.is_none(), "started before the kill, never completed");
     let report = store
         .reconcile(looprail_journal::now_ms() + 600_000, Duration::from_secs(300), Duration::from_secs(180))

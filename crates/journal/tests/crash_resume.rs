@@ -247,3 +247,72 @@ proptest! {
         });
     }
 }
+
+/// A server that sends `call_0` for every call (and once nothing at all) must not make the
+/// envelope replay an earlier call's result, live or across a crash (issue 14).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reused_and_empty_provider_ids_never_skip_a_call_across_crash_and_resume() {
+    let reusing = || {
+        vec![
+            ModelResponse::tool_calls("by-turn", vec![ToolCall::new("call_0", "read", r#"{"tag": "r1"}"#)]),
+            ModelResponse::tool_calls(
+                "by-turn",
+                vec![
+                    ToolCall::new("call_0", "send", r#"{"tag": "s1"}"#),
+                    ToolCall::new("call_0", "read", r#"{"tag": "r2"}"#),
+                ],
+            ),
+            ModelResponse::tool_calls("by-turn", vec![ToolCall::new("", "send", r#"{"tag": "s2"}"#)]),
+            ModelResponse::text("by-turn", "finished"),
+        ]
+    };
+    // Live: every call runs once and gets its own result.
+    let path = temp_db("reused-live");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let effects = Effects::default();
+    let live = runner(&store, world(&effects, reusing()));
+    let Started::Ran(outcome) = live.start(&RunSpec::new("live", "c", "do it")).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(outcome.final_text, "finished");
+    for tag in ["r1", "s1", "r2", "s2"] {
+        assert_eq!(effects.count(tag), 1, "{tag} ran exactly once");
+    }
+    let messages = final_messages(&store).await;
+    let ids: Vec<String> = messages.iter().flat_map(Message::tool_calls).map(|c| c.id.clone()).collect();
+    assert_eq!(ids, ["lr-0", "lr-1", "lr-2", "lr-3"]);
+    let wire: Vec<Option<String>> =
+        messages.iter().flat_map(Message::tool_calls).map(|c| c.wire_id.clone()).collect();
+    assert_eq!(wire[0].as_deref(), Some("call_0"), "the provider's id is kept for the wire");
+    let _ = std::fs::remove_file(path);
+
+    // Crash in the middle of the second `call_0` send, then resume: the first `call_0`'s
+    // completed result is not taken for it, and the send is not repeated.
+    let path = temp_db("reused-crash");
+    let effects = Effects::default();
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        let mut w = world(&effects, reusing());
+        w.send.hang_on = Some("s1".into());
+        let signal = w.send.hanging.clone();
+        let crashing = runner(&store, w);
+        let task = tokio::spawn(async move { crashing.start(&RunSpec::new("run", "c", "do it")).await });
+        signal.notified().await;
+        task.abort();
+        let _ = task.await;
+        store.pool().close().await;
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    let first = runner(&store, world(&effects, reusing()));
+    let Resumed::Ran(halted) = first.resume("run").await.unwrap() else { panic!("must run") };
+    let StopCause::ResumeUnsafe { call_id, .. } = &halted.stop else { panic!("{:?}", halted.stop) };
+    assert_eq!(call_id, "lr-1", "the unfinished send is named by its own id");
+    store.resolve_tool_call("run", call_id, "send done", false).await.unwrap();
+    let second = runner(&store, world(&effects, reusing()));
+    let Resumed::Ran(outcome) = second.resume("run").await.unwrap() else { panic!("must run") };
+    assert_eq!(outcome.final_text, "finished");
+    assert_eq!(effects.count("s1"), 1, "the send was never repeated");
+    assert_eq!(effects.count("s2"), 1, "the later send with an empty id ran");
+    assert!(effects.count("r2") >= 1, "the read after the clash ran instead of being replayed");
+    let _ = std::fs::remove_file(path);
+}

@@ -23,20 +23,87 @@ pub enum Role {
 }
 
 /// One tool call requested by the model.
+///
+/// Providers do not guarantee unique ids (some OpenAI-compatible servers send `call_0` every
+/// turn, or nothing), so a run does not trust them: the engine gives every call its own `id`,
+/// unique in the run by construction (`lr-0`, `lr-1`, ...), which the idempotency envelope, the
+/// journal, tools and tool results use; the provider's id is kept in `wire_id` and sent back on
+/// the wire where it is usable (see [`WireIds`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The provider's id for this call; tool results refer to it.
+    /// The call's identity; tool results refer to it. Outside a run (a transcript, a fresh
+    /// provider response) it is the provider's id.
     pub id: String,
     /// The tool's name as the model wrote it (it may name no registered tool).
     pub name: String,
     /// The arguments exactly as the model produced them: a JSON text that may be invalid.
     pub arguments: String,
+    /// The id the provider gave this call, once the engine has assigned `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_id: Option<String>,
 }
 
 impl ToolCall {
     /// Builds a tool call from its parts.
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        Self { id: id.into(), name: name.into(), arguments: arguments.into() }
+        Self { id: id.into(), name: name.into(), arguments: arguments.into(), wire_id: None }
+    }
+}
+
+/// The ids a request shows a provider: each call's provider id (`wire_id`) where it is
+/// non-empty and not already used earlier in the same request, else the call's own `id`, so
+/// every tool result in a request pairs with its own call even when the provider reused or
+/// left out ids.
+///
+/// ```
+/// use looprail_loop_core::message::{Message, ToolCall, ToolResult, WireIds};
+///
+/// let mut first = ToolCall::new("lr-0", "read", "{}");
+/// first.wire_id = Some("call_0".into());
+/// let mut second = ToolCall::new("lr-1", "read", "{}");
+/// second.wire_id = Some("call_0".into()); // the server reused its id
+/// let messages = vec![
+///     Message::assistant_with_calls(None, vec![first]),
+///     Message::tool_result(ToolResult::ok("lr-0", "a")),
+///     Message::assistant_with_calls(None, vec![second]),
+///     Message::tool_result(ToolResult::ok("lr-1", "b")),
+/// ];
+/// let ids = WireIds::for_messages(&messages);
+/// assert_eq!(ids.get("lr-0"), "call_0");
+/// assert_eq!(ids.get("lr-1"), "lr-1", "the clash is rewritten");
+/// assert_eq!(ids.get("from-a-log"), "from-a-log", "unknown ids pass through");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WireIds {
+    by_id: std::collections::HashMap<String, String>,
+}
+
+impl WireIds {
+    /// The wire id of every call in `messages`, in order.
+    pub fn for_messages(messages: &[Message]) -> Self {
+        let mut used: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut by_id = std::collections::HashMap::new();
+        for call in messages.iter().flat_map(Message::tool_calls) {
+            let preferred = call.wire_id.as_deref().filter(|w| !w.trim().is_empty()).unwrap_or(&call.id);
+            let mut chosen =
+                if preferred.trim().is_empty() { "call".to_owned() } else { preferred.to_owned() };
+            if used.contains(&chosen) {
+                chosen = call.id.clone();
+            }
+            let mut n = 1;
+            while chosen.trim().is_empty() || used.contains(&chosen) {
+                chosen = format!("{}-{n}", call.id);
+                n += 1;
+            }
+            used.insert(chosen.clone());
+            by_id.insert(call.id.clone(), chosen);
+        }
+        Self { by_id }
+    }
+
+    /// The wire id of the call whose id is `id` (`id` itself when the request has no such call).
+    pub fn get<'a>(&'a self, id: &'a str) -> &'a str {
+        self.by_id.get(id).map_or(id, String::as_str)
     }
 }
 

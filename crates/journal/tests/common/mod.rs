@@ -98,10 +98,13 @@ impl Tool for EffectTool {
     fn idempotent(&self) -> bool {
         self.idempotent
     }
-    async fn call(&self, _args: serde_json::Value, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: serde_json::Value, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        // The scripted call's name travels in its arguments: the engine gives calls its own
+        // ids (`lr-N`), whatever id the script used.
+        let tag = args.get("tag").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
         self.calls.fetch_add(1, Ordering::SeqCst);
-        self.effects.record(&cx.call_id);
-        if self.hang_on.as_deref() == Some(cx.call_id.as_str()) {
+        self.effects.record(&tag);
+        if self.hang_on.as_deref() == Some(tag.as_str()) {
             self.hanging.notify_one();
             std::future::pending::<()>().await;
         }
@@ -110,5 +113,8 @@ impl Tool for EffectTool {
 }
 
 pub fn calls(id: &str, name: &str) -> ModelResponse {
-    ModelResponse::tool_calls("by-turn", vec![ToolCall::new(id, name, "{}")])
+    ModelResponse::tool_calls(
+        "by-turn",
+        vec![ToolCall::new(id, name, serde_json::json!({ "tag": id }).to_string())],
+    )
 }

@@ -14,5 +14,6 @@ pub mod tool_calls;
 pub use io::{Action, CallSpec, Effect, Input, Tick};
 pub use iterations::{IterationDecision, MaxIterationsHandler, StopAtCap};
 pub use run::{
-    EngineError, Phase, Run, RunBuilder, RunCore, RunHeader, ask_human_definition, system_prompt_hash,
+    CALL_ID_PREFIX, EngineError, Phase, Run, RunBuilder, RunCore, RunHeader, ask_human_definition,
+    system_prompt_hash,
 };

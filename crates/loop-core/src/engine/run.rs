@@ -100,6 +100,9 @@ pub struct RunCore {
     pub overflow_retried: bool,
     /// A stable hash of the system prompt (F34: resume halts if it changed).
     pub system_prompt_hash: Option<String>,
+    /// Tool-call ids the engine has handed out (`lr-0`, `lr-1`, ...): the next call's number.
+    #[serde(default)]
+    pub calls_assigned: u64,
 }
 
 /// The serde form of a run without its messages: what a checkpoint stores beside them.
@@ -226,6 +229,19 @@ fn system_hash_of(messages: &[Message]) -> Option<String> {
         .find(|m| m.role == Role::System)
         .and_then(Message::joined_text)
         .map(|t| system_prompt_hash(&t))
+}
+
+/// The prefix of the tool-call ids the engine hands out (`lr-0`, `lr-1`, ...).
+pub const CALL_ID_PREFIX: &str = "lr-";
+
+/// The first call number no call in `messages` uses (a history may come from an earlier run).
+fn next_call_number(messages: &[Message]) -> u64 {
+    messages
+        .iter()
+        .flat_map(Message::tool_calls)
+        .filter_map(|c| c.id.strip_prefix(CALL_ID_PREFIX)?.parse::<u64>().ok())
+        .max()
+        .map_or(0, |n| n.saturating_add(1))
 }
 
 /// The `ask_human` tool definition the engine declares when it is switched on.
@@ -369,6 +385,7 @@ impl RunBuilder {
         }
         let iteration_cap = self.max_iterations.unwrap_or(self.config.limits.max_iterations);
         let core = RunCore {
+            calls_assigned: next_call_number(&messages),
             system_prompt_hash: system_hash_of(&messages),
             config: self.config,
             state: RunState::Running,

@@ -6,7 +6,7 @@ use crate::context::{ContextStep, ContextView};
 use crate::engine::fallback::{deterministic_reply, fallback_instruction};
 use crate::engine::io::{Action, CallSpec, Input, Tick};
 use crate::engine::iterations::IterationDecision;
-use crate::engine::run::{EngineError, Phase, Run};
+use crate::engine::run::{CALL_ID_PREFIX, EngineError, Phase, Run};
 use crate::engine::tool_calls::{FLAG_NOT_EXECUTED, truncate_output, validate_call};
 use crate::event::Event;
 use crate::guard::{Decision, Guard, TurnView};
@@ -265,6 +265,18 @@ impl Run {
         Ok(Action::CallModel(spec))
     }
 
+    /// Gives every tool call of a response its own run-unique id (the provider's id may repeat
+    /// across turns, within one batch, or be empty); the provider's id is kept as `wire_id`.
+    fn assign_call_ids(&mut self, mut response: ModelResponse) -> ModelResponse {
+        for call in &mut response.tool_calls {
+            let id = format!("{CALL_ID_PREFIX}{}", self.core.calls_assigned);
+            self.core.calls_assigned += 1;
+            let wire = std::mem::replace(&mut call.id, id);
+            call.wire_id = Some(wire);
+        }
+        response
+    }
+
     fn account(&mut self, response: &ModelResponse, purpose: CallPurpose) {
         let usage = response.usage.unwrap_or_default();
         let cost = self.core.config.prices.cost(&response.model, &usage);
@@ -287,6 +299,7 @@ impl Run {
         if response.is_empty() {
             return self.stop(StopCause::EmptyReply);
         }
+        let response = self.assign_call_ids(response);
         let ModelResponse { text, tool_calls, stop_reason, .. } = response.clone();
         self.messages.push(Message::assistant_with_calls(text.clone(), tool_calls.clone()));
         self.checkpoint(CheckpointKind::LlmResponse);

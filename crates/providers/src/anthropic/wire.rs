@@ -1,6 +1,6 @@
 //! The Anthropic Messages wire format: request bodies, responses and stream events.
 
-use looprail_loop_core::message::{ContentPart, Message, Role, ToolCall};
+use looprail_loop_core::message::{ContentPart, Message, Role, ToolCall, WireIds};
 use looprail_loop_core::provider::{
     ModelRequest, ModelResponse, ProviderError, ProviderErrorKind, StopReason, StreamEvent, Usage,
 };
@@ -23,7 +23,7 @@ fn image_block(media_type: &str, source: &str) -> Value {
     }
 }
 
-fn blocks(message: &Message) -> Vec<Value> {
+fn blocks(message: &Message, ids: &WireIds) -> Vec<Value> {
     message
         .content
         .iter()
@@ -37,11 +37,11 @@ fn blocks(message: &Message) -> Vec<Value> {
                     .ok()
                     .filter(Value::is_object)
                     .unwrap_or_else(|| json!({}));
-                Some(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}))
+                Some(json!({"type": "tool_use", "id": ids.get(&call.id), "name": call.name, "input": input}))
             }
             ContentPart::ToolResult(result) => Some(json!({
                 "type": "tool_result",
-                "tool_use_id": result.call_id,
+                "tool_use_id": ids.get(&result.call_id),
                 "content": result.content,
                 "is_error": result.is_error,
             })),
@@ -63,10 +63,11 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, default_max_tokens:
     }
     // Roles must alternate: tool results are user content, and consecutive messages of one
     // role (tool results followed by a runtime note) merge into one message.
+    let ids = WireIds::for_messages(request.messages);
     let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in request.messages.iter().filter(|m| m.role != Role::System) {
         let role = if message.role == Role::Assistant { "assistant" } else { "user" };
-        let content = blocks(message);
+        let content = blocks(message, &ids);
         if content.is_empty() {
             continue;
         }

@@ -1,6 +1,6 @@
 //! The OpenAI Chat Completions wire format: request bodies, responses and stream chunks.
 
-use looprail_loop_core::message::{ContentPart, Message, Role, ToolCall};
+use looprail_loop_core::message::{ContentPart, Message, Role, ToolCall, WireIds};
 use looprail_loop_core::provider::{
     ModelRequest, ModelResponse, ProviderError, ProviderErrorKind, StopReason, StreamEvent, Usage,
 };
@@ -31,7 +31,7 @@ fn content(message: &Message) -> Value {
     Value::Array(parts)
 }
 
-fn message_json(message: &Message) -> Vec<Value> {
+fn message_json(message: &Message, ids: &WireIds) -> Vec<Value> {
     match message.role {
         Role::System => vec![json!({"role": "system", "content": message.joined_text().unwrap_or_default()})],
         Role::User => vec![json!({"role": "user", "content": content(message)})],
@@ -41,7 +41,7 @@ fn message_json(message: &Message) -> Vec<Value> {
             out.insert("content".into(), content(message));
             let calls: Vec<Value> = message
                 .tool_calls()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                .map(|c| json!({"id": ids.get(&c.id), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
                 .collect();
             if !calls.is_empty() {
                 out.insert("tool_calls".into(), Value::Array(calls));
@@ -51,7 +51,7 @@ fn message_json(message: &Message) -> Vec<Value> {
         // One tool message per result; OpenAI has no error flag, the text says it.
         Role::Tool => message
             .tool_results()
-            .map(|r| json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}))
+            .map(|r| json!({"role": "tool", "tool_call_id": ids.get(&r.call_id), "content": r.content}))
             .collect(),
     }
 }
@@ -67,7 +67,8 @@ fn tool_choice(choice: &ToolChoice) -> Value {
 
 /// The request body for `request` on `model`.
 pub fn request_body(model: &str, request: &ModelRequest<'_>, field: MaxTokensField, stream: bool) -> Value {
-    let mut messages: Vec<Value> = request.messages.iter().flat_map(message_json).collect();
+    let ids = WireIds::for_messages(request.messages);
+    let mut messages: Vec<Value> = request.messages.iter().flat_map(|m| message_json(m, &ids)).collect();
     if let Some(instruction) = request.instruction {
         messages.push(json!({"role": "system", "content": instruction}));
     }
