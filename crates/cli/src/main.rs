@@ -11,6 +11,7 @@
 
 mod audit;
 mod demo;
+mod exit;
 mod live;
 mod progress;
 
@@ -86,6 +87,17 @@ fn load_config(path: Option<&PathBuf>) -> Result<LooprailConfig, String> {
     }
 }
 
+/// The exit code of a run (`crate::exit`), or the one-line error and `exit::FAILED`.
+fn finish(result: Result<u8, String>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("error: {}", message.split_whitespace().collect::<Vec<_>>().join(" "));
+            ExitCode::from(exit::FAILED)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -98,7 +110,7 @@ fn main() -> ExitCode {
             let rendered = error.render().to_string();
             let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
             eprintln!("error: {first}; run `looprail --help` for usage");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::USAGE);
         }
     };
     let result = match cli.command {
@@ -118,9 +130,9 @@ fn main() -> ExitCode {
                 Ok(())
             })
         }
-        Command::Run(args) => live::run(args),
+        Command::Run(args) => return finish(live::run(args)),
         Command::Runs { store } => live::list(&store),
-        Command::Resume(args) => live::resume(args),
+        Command::Resume(args) => return finish(live::resume(args)),
         Command::Cancel { run_id, store } => live::cancel(&store, &run_id),
     };
     match result {

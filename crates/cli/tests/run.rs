@@ -165,3 +165,88 @@ async fn errors_are_one_line_with_what_to_do() {
     assert!(!out.status.success() && stderr.contains("guardrails.windw"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `looprail` with an OpenAI key set (the fake server accepts any).
+async fn looprail_keyed(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(&args)
+            .env("OPENAI_API_KEY", "sk-test")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn openai_args(server: &FakeServer, dir: &std::path::Path, extra: &[String], task: &str) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        "--provider".into(),
+        "openai".into(),
+        "--model".into(),
+        "gpt-4o-mini".into(),
+        "--base-url".into(),
+        format!("{}/v1", server.url),
+        "--no-stream".into(),
+        "--store".into(),
+        dir.join("runs.db").display().to_string(),
+        "--workdir".into(),
+        dir.join("work").display().to_string(),
+    ];
+    args.extend_from_slice(extra);
+    args.push(task.into());
+    args
+}
+
+fn json_call(id: &str, name: &str, args: &str) -> Reply {
+    Reply::json(200, &serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).to_string())
+}
+
+fn json_text(text: &str) -> Reply {
+    Reply::json(200, &serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}).to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_outcome_class_has_its_exit_code() {
+    // A budget stop: exit 3, with the fallback reply printed.
+    let dir = temp_dir("exit-budget");
+    std::fs::write(dir.join("budget.toml"), "[loop.budget]\ntool_call_budget = 1\n").unwrap();
+    let server = FakeServer::start(vec![
+        json_call("c1", "read_file", r#"{"path": "notes.txt"}"#),
+        json_text("Partial: the meeting moved; the rest is missing."),
+    ])
+    .await;
+    let extra = ["--config".to_owned(), dir.join("budget.toml").display().to_string()];
+    let out = looprail_keyed(openai_args(&server, &dir, &extra, "When is the meeting?")).await;
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Partial"));
+
+    // A pause for a human: exit 4, and the question is printed.
+    let dir = temp_dir("exit-human");
+    let server =
+        FakeServer::start(vec![json_call("c1", "ask_human", r#"{"question": "Which\r\nquarter?"}"#)]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "Summarise the report")).await;
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("waits for your answer: Which quarter?"));
+
+    // A provider that refuses: exit 1, one readable line, no HTML pasted in.
+    let dir = temp_dir("exit-failed");
+    let page = "<html>\r\n<body>\r\n<h1>401 Unauthorized</h1>\r\n</body>\r\n</html>";
+    let server = FakeServer::start(vec![Reply::html(401, page)]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "hi")).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let error_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(error_lines.len(), 1, "{stderr}");
+    assert!(!error_lines[0].contains('\r'));
+
+    // A completed run: exit 0.
+    let dir = temp_dir("exit-ok");
+    let server = FakeServer::start(vec![json_text("Hello.")]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "hi")).await;
+    assert_eq!(out.status.code(), Some(0));
+    // Bad usage: exit 2.
+    let out = looprail(vec!["run".into(), "--provider".into(), "nope".into()]).await;
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use looprail::LooprailConfig;
 use looprail::compaction::AutoCompaction;
 use looprail::core::event::{Event, EventSink};
-use looprail::core::outcome::Outcome;
+use looprail::core::outcome::{Outcome, StopCause};
 use looprail::core::provider::Provider;
 use looprail::guardrails::default_stack;
 use looprail::journal::{Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started};
@@ -128,11 +128,24 @@ async fn runner(args: &ModelArgs) -> Result<Runner, String> {
         .with_streaming(!args.no_stream))
 }
 
-fn show(outcome: &Outcome, streamed: bool) {
+/// Prints the outcome and returns its exit code.
+fn show(outcome: &Outcome, streamed: bool) -> u8 {
     if !streamed || outcome.fallback.is_some() {
         println!("{}", outcome.final_text);
     } else {
         println!();
+    }
+    match &outcome.stop {
+        StopCause::HandedToHuman { question } => {
+            println!("The run waits for your answer: {}", one_line(question));
+        }
+        StopCause::ResumeUnsafe { call_id, tool } => println!(
+            "The run waits for a human: call {call_id} of `{tool}` started before a crash and may or may not have taken effect."
+        ),
+        StopCause::ProviderFailed { message } => {
+            eprintln!("error: the provider failed: {}", one_line(message))
+        }
+        _ => {}
     }
     eprintln!(
         "[{:?}] {} turns, {} tool calls, {} tokens, cost {:.4}",
@@ -142,6 +155,16 @@ fn show(outcome: &Outcome, streamed: bool) {
         outcome.usage.total(),
         outcome.cost
     );
+    crate::exit::for_outcome(outcome)
+}
+
+/// `text` on one line: whitespace runs (CRLFs included) folded, cut at 300 characters.
+fn one_line(text: &str) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match folded.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}…", &folded[..cut]),
+        None => folded,
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -152,31 +175,32 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| e.to_string())
 }
 
-/// `looprail run`.
-pub fn run(args: RunArgs) -> Result<(), String> {
+/// `looprail run`: the exit code of the outcome (see `crate::exit`).
+pub fn run(args: RunArgs) -> Result<u8, String> {
     runtime()?.block_on(async {
         let runner = runner(&args.model).await?;
         let run_id = format!("run-{}", looprail::journal::now_ms());
         eprintln!("[run {run_id}]");
-        match runner.start(&RunSpec::new(&run_id, "cli", &args.task)).await.map_err(|e| e.to_string())? {
-            Started::Ran(outcome) => show(&outcome, !args.model.no_stream),
-            Started::Queued { ahead } => eprintln!("queued behind {ahead} run(s)"),
-        }
-        Ok(())
+        Ok(
+            match runner.start(&RunSpec::new(&run_id, "cli", &args.task)).await.map_err(|e| e.to_string())? {
+                Started::Ran(outcome) => show(&outcome, !args.model.no_stream),
+                Started::Queued { ahead } => {
+                    eprintln!("queued behind {ahead} run(s)");
+                    crate::exit::COMPLETED
+                }
+            },
+        )
     })
 }
 
-/// `looprail resume`.
-pub fn resume(args: ResumeArgs) -> Result<(), String> {
+/// `looprail resume`: the exit code of the outcome.
+pub fn resume(args: ResumeArgs) -> Result<u8, String> {
     runtime()?.block_on(async {
         let runner = runner(&args.model).await?;
         match runner.resume(&args.run_id).await.map_err(|e| e.to_string())? {
-            Resumed::Ran(outcome) => show(&outcome, !args.model.no_stream),
-            Resumed::Halted(halt) => {
-                return Err(format!("the run was not resumed ({halt:?}); it waits for a human"));
-            }
+            Resumed::Ran(outcome) => Ok(show(&outcome, !args.model.no_stream)),
+            Resumed::Halted(halt) => Err(format!("the run was not resumed ({halt:?}); it waits for a human")),
         }
-        Ok(())
     })
 }
 
