@@ -8,7 +8,7 @@ use looprail_loop_core::Driver;
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::context::{ContextPolicy, KeepAll};
 use looprail_loop_core::engine::{Run, system_prompt_hash};
-use looprail_loop_core::event::{Event, EventSink};
+use looprail_loop_core::event::EventSink;
 use looprail_loop_core::executor::{ParallelExecutor, ToolExecutor};
 use looprail_loop_core::guard::Guard;
 use looprail_loop_core::guards;
@@ -245,7 +245,7 @@ impl Runner {
         }
         // Default guards were added by hand above (their state must be restorable by name).
         let run = builder.without_default_guards().user(row.input.clone()).build()?;
-        self.events.emit(&Event::RunStarted { run_id: run_id.to_owned() });
+        // The driver announces `agent_run.started` itself (once per drive).
         self.drive(run_id, &row.lane, run, journal).await
     }
 

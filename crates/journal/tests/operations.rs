@@ -322,3 +322,19 @@ async fn updates_to_a_run_or_call_that_does_not_exist_name_it() {
     assert_eq!(unknown(store.resolve_tool_call("ghost", "call_1", "done", false).await), "ghost / call_1");
     assert!(store.run("ghost").await.unwrap().is_none(), "a failed update creates nothing");
 }
+
+#[tokio::test]
+async fn a_started_run_announces_itself_once() {
+    let path = temp_db("started-once");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let (sink, mut rx) = EventSink::channel();
+    let provider = ByTurn::new(vec![ModelResponse::text("by-turn", "hi")]);
+    let runner = Runner::new(store, Arc::new(provider), ToolSet::new(), "sys").with_events(sink);
+    let Started::Ran(_) = runner.start(&RunSpec::new("once", "c", "hello")).await.unwrap() else { panic!() };
+    let mut started = 0;
+    while let Ok(event) = rx.try_recv() {
+        started += usize::from(event.name() == "agent_run.started");
+    }
+    assert_eq!(started, 1, "agent_run.started is emitted once per run start, not by runner and driver both");
+    let _ = std::fs::remove_file(path);
+}
