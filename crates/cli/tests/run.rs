@@ -250,3 +250,47 @@ async fn each_outcome_class_has_its_exit_code() {
     let out = looprail(vec!["run".into(), "--provider".into(), "nope".into()]).await;
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn commands_on_existing_runs_refuse_a_store_that_does_not_exist() {
+    let dir = temp_dir("no-store");
+    let missing = dir.join("typo.db").display().to_string();
+    for args in [
+        vec!["runs".to_owned(), "--store".into(), missing.clone()],
+        vec!["cancel".to_owned(), "--store".into(), missing.clone(), "run-1".into()],
+        vec![
+            "resume".to_owned(),
+            "--provider".into(),
+            "openai".into(),
+            "--model".into(),
+            "m".into(),
+            "--store".into(),
+            missing.clone(),
+            "run-1".into(),
+        ],
+    ] {
+        let out = looprail_keyed(args.clone()).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no run store at"), "{stderr}");
+        assert!(!dir.join("typo.db").exists(), "{args:?} created an empty database");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_ids_are_unique_uuids() {
+    let dir = temp_dir("ids");
+    let server = FakeServer::start(vec![json_text("a"), json_text("b")]).await;
+    let first = looprail_keyed(openai_args(&server, &dir, &[], "one")).await;
+    let second = looprail_keyed(openai_args(&server, &dir, &[], "two")).await;
+    let id = |out: &Output| {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("[run ").map(|r| r.trim_end_matches(']').to_owned()))
+            .unwrap()
+    };
+    let (a, b) = (id(&first), id(&second));
+    assert_ne!(a, b);
+    assert_eq!(a.len(), "run-".len() + 36, "{a}");
+}

@@ -33,6 +33,9 @@ pub enum JournalError {
     /// No such run.
     #[error("no run `{0}`")]
     UnknownRun(String),
+    /// [`SqliteStore::open_existing`](crate::SqliteStore::open_existing) found no database file.
+    #[error("no run store at {0}: check the path (--store), or start a run there first")]
+    NoStore(String),
     /// The run has no checkpoint it can resume from.
     #[error("run `{run_id}` cannot be resumed: {reason}")]
     NotResumable {

@@ -202,6 +202,15 @@ impl SqliteStore {
         Self::open_with(path, Duration::from_secs(5)).await
     }
 
+    /// Opens a store that must already exist: a mistyped path is [`JournalError::NoStore`],
+    /// never a fresh empty database (for commands that read or change existing runs).
+    pub async fn open_existing(path: &Path) -> Result<Self, JournalError> {
+        if !path.is_file() {
+            return Err(JournalError::NoStore(path.display().to_string()));
+        }
+        Self::open(path).await
+    }
+
     /// Opens with a chosen busy timeout (how long a locked database is retried).
     pub async fn open_with(path: &Path, busy_timeout: Duration) -> Result<Self, JournalError> {
         let options = SqliteConnectOptions::new()

@@ -110,14 +110,19 @@ fn printer() -> EventSink {
     })
 }
 
-async fn runner(args: &ModelArgs) -> Result<Runner, String> {
+/// The runner for `args`; `existing` refuses a store file that is not there (resume).
+async fn runner(args: &ModelArgs, existing: bool) -> Result<Runner, String> {
     let config = match &args.config {
         Some(path) => LooprailConfig::from_path(path).map_err(|e| format!("{e} (in {})", path.display()))?,
         None => LooprailConfig::default(),
     };
     let provider = provider(args)?;
     let tools = Workdir::open(&args.workdir).map_err(|e| format!("work directory: {e}"))?.tools();
-    let store = SqliteStore::open(&args.store).await.map_err(|e| format!("{}: {e}", args.store.display()))?;
+    let store = if existing {
+        SqliteStore::open_existing(&args.store).await.map_err(|e| e.to_string())?
+    } else {
+        SqliteStore::open(&args.store).await.map_err(|e| format!("{}: {e}", args.store.display()))?
+    };
     let (guardrails, compaction) = (config.guardrails.clone(), config.compaction.clone());
     Ok(Runner::new(store, provider, tools, SYSTEM)
         .with_config(config.loop_.clone())
@@ -178,8 +183,8 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 /// `looprail run`: the exit code of the outcome (see `crate::exit`).
 pub fn run(args: RunArgs) -> Result<u8, String> {
     runtime()?.block_on(async {
-        let runner = runner(&args.model).await?;
-        let run_id = format!("run-{}", looprail::journal::now_ms());
+        let runner = runner(&args.model, false).await?;
+        let run_id = format!("run-{}", uuid::Uuid::now_v7());
         eprintln!("[run {run_id}]");
         Ok(
             match runner.start(&RunSpec::new(&run_id, "cli", &args.task)).await.map_err(|e| e.to_string())? {
@@ -196,7 +201,7 @@ pub fn run(args: RunArgs) -> Result<u8, String> {
 /// `looprail resume`: the exit code of the outcome.
 pub fn resume(args: ResumeArgs) -> Result<u8, String> {
     runtime()?.block_on(async {
-        let runner = runner(&args.model).await?;
+        let runner = runner(&args.model, true).await?;
         match runner.resume(&args.run_id).await.map_err(|e| e.to_string())? {
             Resumed::Ran(outcome) => Ok(show(&outcome, !args.model.no_stream)),
             Resumed::Halted(halt) => Err(format!("the run was not resumed ({halt:?}); it waits for a human")),
@@ -207,7 +212,7 @@ pub fn resume(args: ResumeArgs) -> Result<u8, String> {
 /// `looprail runs`.
 pub fn list(store: &std::path::Path) -> Result<(), String> {
     runtime()?.block_on(async {
-        let store = SqliteStore::open(store).await.map_err(|e| format!("{}: {e}", store.display()))?;
+        let store = SqliteStore::open_existing(store).await.map_err(|e| e.to_string())?;
         let runs = store.runs().await.map_err(|e| e.to_string())?;
         println!("{:<22} {:<18} {:<10} task", "run", "status", "resumable");
         for run in runs {
@@ -226,7 +231,7 @@ pub fn list(store: &std::path::Path) -> Result<(), String> {
 /// `looprail cancel`.
 pub fn cancel(store: &std::path::Path, run_id: &str) -> Result<(), String> {
     runtime()?.block_on(async {
-        let store = SqliteStore::open(store).await.map_err(|e| format!("{}: {e}", store.display()))?;
+        let store = SqliteStore::open_existing(store).await.map_err(|e| e.to_string())?;
         store.request_cancel(run_id, looprail::journal::now_ms()).await.map_err(|e| e.to_string())?;
         let status = store.run(run_id).await.map_err(|e| e.to_string())?.map(|r| r.status);
         if status == Some(RunStatus::WaitingOnHuman) {
