@@ -294,3 +294,25 @@ async fn run_ids_are_unique_uuids() {
     assert_ne!(a, b);
     assert_eq!(a.len(), "run-".len() + 36, "{a}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_model_from_the_config_file_reaches_the_client() {
+    let unavailable = || Reply::json(503, r#"{"error": {"message": "overloaded", "type": "server_error"}}"#);
+    for (max_retries, requests, code) in [(0u32, 1usize, 1), (3, 4, 0)] {
+        let dir = temp_dir("retry-config");
+        let config =
+            format!("[retry.model]\nmax_retries = {max_retries}\ninitial_delay_ms = 1\nmax_delay_ms = 5\n");
+        std::fs::write(dir.join("retry.toml"), config).unwrap();
+        let server =
+            FakeServer::start(vec![unavailable(), unavailable(), unavailable(), json_text("ok")]).await;
+        let extra = ["--config".to_owned(), dir.join("retry.toml").display().to_string()];
+        let out = looprail_keyed(openai_args(&server, &dir, &extra, "hi")).await;
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "max_retries {max_retries}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(server.requests().len(), requests, "max_retries {max_retries}");
+    }
+}

@@ -13,7 +13,7 @@ use looprail::core::provider::Provider;
 use looprail::guardrails::default_stack;
 use looprail::journal::{Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started};
 use looprail::providers::{AnthropicClient, ClientConfig, OpenAiClient};
-use looprail::retry::{Retry, RetryingExecutor};
+use looprail::retry::{ModelRetryConfig, Retry, RetryingExecutor};
 
 use looprail_workdir::Workdir;
 
@@ -73,7 +73,8 @@ pub struct ResumeArgs {
     pub run_id: String,
 }
 
-fn provider(args: &ModelArgs) -> Result<Arc<dyn Provider>, String> {
+/// The client for `args`, behind model-call retries configured by `retry` (`retry.model`).
+fn provider(args: &ModelArgs, retry: &ModelRetryConfig) -> Result<Arc<dyn Provider>, String> {
     let config = match (args.provider, &args.base_url) {
         (ProviderKind::Openai, None) => ClientConfig::openai(&args.model),
         (ProviderKind::Openai, Some(url)) => Ok(ClientConfig::openai_compatible(&args.model, url)),
@@ -90,10 +91,12 @@ fn provider(args: &ModelArgs) -> Result<Arc<dyn Provider>, String> {
         }
     })?;
     Ok(match args.provider {
-        ProviderKind::Openai => Arc::new(Retry::new(OpenAiClient::new(config).map_err(|e| e.to_string())?)),
-        ProviderKind::Anthropic => {
-            Arc::new(Retry::new(AnthropicClient::new(config).map_err(|e| e.to_string())?))
-        }
+        ProviderKind::Openai => Arc::new(
+            Retry::new(OpenAiClient::new(config).map_err(|e| e.to_string())?).with_config(retry.clone()),
+        ),
+        ProviderKind::Anthropic => Arc::new(
+            Retry::new(AnthropicClient::new(config).map_err(|e| e.to_string())?).with_config(retry.clone()),
+        ),
     })
 }
 
@@ -116,7 +119,7 @@ async fn runner(args: &ModelArgs, existing: bool) -> Result<Runner, String> {
         Some(path) => LooprailConfig::from_path(path).map_err(|e| format!("{e} (in {})", path.display()))?,
         None => LooprailConfig::default(),
     };
-    let provider = provider(args)?;
+    let provider = provider(args, &config.retry.model)?;
     let tools = Workdir::open(&args.workdir).map_err(|e| format!("work directory: {e}"))?.tools();
     let store = if existing {
         SqliteStore::open_existing(&args.store).await.map_err(|e| e.to_string())?
