@@ -192,6 +192,12 @@ impl LoopConfig {
         if b.max_turns == Some(0) {
             return Err(ConfigError::new("budget.max_turns", "must be at least 1 (omit it for no budget)"));
         }
+        if b.tool_call_budget == Some(0) {
+            return Err(ConfigError::new(
+                "budget.tool_call_budget",
+                "must be at least 1 (omit it for no budget; a run that must not call tools gets no tools)",
+            ));
+        }
         if b.token_budget == Some(0) {
             return Err(ConfigError::new(
                 "budget.token_budget",
@@ -267,6 +273,10 @@ mod tests {
             (r#"{"guardrails": {"reserve_cost_fraction": 1.5}}"#, "guardrails.reserve_cost_fraction"),
             (r#"{"guardrails": {"reserve_tokens": -1}}"#, "guardrails.reserve_tokens"),
             (r#"{"budget": {"max_turns": "ten"}}"#, "budget.max_turns"),
+            // Every budget refuses 0 alike (omit the key for no budget).
+            (r#"{"budget": {"max_turns": 0}}"#, "budget.max_turns"),
+            (r#"{"budget": {"tool_call_budget": 0}}"#, "budget.tool_call_budget"),
+            (r#"{"budget": {"token_budget": 0}}"#, "budget.token_budget"),
             (r#"{"budgets": {}}"#, "budgets"),
             (
                 r#"{"prices": {"gpt-4o": {"input_per_mtok": -1, "output_per_mtok": 1}}}"#,

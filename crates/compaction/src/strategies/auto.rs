@@ -28,7 +28,8 @@ pub struct AutoCompactionConfig {
     pub deep_keep_verbatim: usize,
     /// Iterations within which a new crossing climbs to the next stage.
     pub ladder_window: u32,
-    /// Recovery actions allowed per user turn.
+    /// Recovery actions allowed per user turn; 0 switches the recovery ladder off (a switch,
+    /// like `error_streak: 0`, unlike a budget, where 0 is refused).
     pub max_recoveries: u32,
     /// Output cap of the summary call.
     pub summary_max_tokens: u32,
