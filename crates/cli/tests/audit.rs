@@ -53,3 +53,31 @@ fn a_looping_run_is_caught_at_known_calls_and_a_healthy_one_is_left_alone() {
     assert_eq!(report["summary"]["runs"], 2);
     assert_eq!(report["summary"]["runs_handed_to_human"], 1);
 }
+
+#[test]
+fn a_bad_file_is_reported_and_the_audit_goes_on_without_loops_or_fifos() {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let dir = std::env::temp_dir().join(format!("looprail-audit-robust-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::copy(fixture("healthy-tau-bench.json"), dir.join("good.json")).unwrap();
+    std::fs::write(dir.join("broken.json"), "{\"messages\": [").unwrap();
+    std::os::unix::fs::symlink(&dir, dir.join("sub/loop")).unwrap(); // a symlink loop
+    let status = Command::new("mkfifo").arg(dir.join("pipe.json")).status().unwrap();
+    assert!(status.success());
+
+    let report = audit(&[dir.display().to_string()]);
+    assert_eq!(report["runs"].as_array().unwrap().len(), 1, "the good run, once (the loop is not followed)");
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0]["path"].as_str().unwrap().ends_with("broken.json"));
+    assert!(!errors[0]["error"].as_str().unwrap().is_empty());
+
+    // Nothing readable at all: a non-zero exit and one line.
+    std::fs::remove_file(dir.join("good.json")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail")).arg("audit").arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no run could be read"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -5,36 +5,60 @@ use std::path::{Path, PathBuf};
 use looprail::core::message::Message;
 use looprail::core::transcript::read_log;
 
-/// Every `.json` / `.jsonl` file under `paths` (files are taken as given), sorted.
-pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// Files larger than this are reported, not read (a log of this size is not one agent run).
+pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Every `.json` / `.jsonl` regular file under `paths`, sorted, and the paths that could not
+/// be walked with why. Directories are walked without following symlinks (no loops, no file
+/// counted twice); FIFOs, sockets and devices are skipped. A path given by name is taken as
+/// given if it is a regular file (or a link to one).
+pub fn collect(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
     let mut files = Vec::new();
+    let mut errors = Vec::new();
     for path in paths {
-        if path.is_dir() {
-            walk(path, &mut files).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            return Err(format!("{} does not exist", path.display()));
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => walk(path, &mut files, &mut errors),
+            Ok(meta) if meta.is_file() => files.push(path.clone()),
+            Ok(_) => errors.push((path.clone(), "not a regular file (a FIFO, socket or device)".to_owned())),
+            Err(e) => errors.push((path.clone(), format!("cannot be read: {e}"))),
         }
     }
     files.sort();
-    Ok(files)
+    files.dedup();
+    (files, errors)
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            walk(&path, files)?;
-        } else if path.extension().is_some_and(|e| e == "json" || e == "jsonl") {
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<(PathBuf, String)>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => return errors.push((dir.to_path_buf(), format!("cannot be listed: {e}"))),
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        // The entry's own type: a symlink is not followed, into a directory or anywhere.
+        let Ok(file_type) = entry.file_type() else { continue };
+        if file_type.is_dir() {
+            walk(&path, files, errors);
+        } else if file_type.is_file() && path.extension().is_some_and(|e| e == "json" || e == "jsonl") {
             files.push(path);
         }
     }
-    Ok(())
 }
 
 /// Reads one run in any supported format.
 pub fn read(path: &Path) -> Result<Vec<Message>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is {} MiB, over the {} MiB limit",
+            path.display(),
+            meta.len() >> 20,
+            MAX_FILE_BYTES >> 20
+        ));
+    }
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     read_log(&text).map(|(_, messages)| messages).map_err(|e| format!("{}: {e}", path.display()))
 }

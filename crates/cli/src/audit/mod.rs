@@ -12,9 +12,10 @@ use looprail::LooprailConfig;
 
 pub use report::AuditReport;
 
-/// Audits every run found under `paths`.
+/// Audits every run found under `paths`. A file that cannot be read is reported in the
+/// report's `errors` and the audit goes on; it fails only when no run at all could be read.
 pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Result<AuditReport, String> {
-    let files = load::collect(paths)?;
+    let (files, mut errors) = load::collect(paths);
     let started = Instant::now();
     let mut runs = Vec::with_capacity(files.len());
     for (n, file) in files.iter().enumerate() {
@@ -22,11 +23,24 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
             let done = (n + 1) * 30 / files.len();
             eprint!("\r[{}{}] {}/{}", "#".repeat(done), " ".repeat(30 - done), n + 1, files.len());
         }
-        let messages = load::read(file)?;
-        runs.push(simulate::run(file, messages, config));
+        match load::read(file) {
+            Ok(messages) => runs.push(simulate::run(file, messages, config)),
+            Err(error) => errors.push((file.clone(), error)),
+        }
     }
     if progress && files.len() >= 20 {
         eprintln!();
     }
-    Ok(AuditReport::new(runs, started.elapsed()))
+    if runs.is_empty() {
+        return Err(match errors.first() {
+            Some((path, error)) if errors.len() == 1 => {
+                format!("no run could be read: {} ({error})", path.display())
+            }
+            Some(_) => {
+                format!("no run could be read: {} files failed, the first: {}", errors.len(), errors[0].1)
+            }
+            None => "no .json or .jsonl run files found under the given paths".to_owned(),
+        });
+    }
+    Ok(AuditReport::new(runs, errors, started.elapsed()))
 }

@@ -74,17 +74,36 @@ pub struct Summary {
     pub runs_per_second: f64,
 }
 
+/// A file the audit could not read.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileError {
+    /// The file.
+    pub path: String,
+    /// Why.
+    pub error: String,
+}
+
 /// Everything the audit found.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditReport {
     /// Per run.
     pub runs: Vec<RunReport>,
+    /// Files that could not be read (the audit went on without them).
+    pub errors: Vec<FileError>,
     /// Totals.
     pub summary: Summary,
 }
 
 impl AuditReport {
-    pub(super) fn new(runs: Vec<RunReport>, elapsed: Duration) -> Self {
+    pub(super) fn new(
+        runs: Vec<RunReport>,
+        errors: Vec<(std::path::PathBuf, String)>,
+        elapsed: Duration,
+    ) -> Self {
+        let errors = errors
+            .into_iter()
+            .map(|(path, error)| FileError { path: path.display().to_string(), error })
+            .collect();
         let mut detections: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
         for event in runs.iter().flat_map(|r| &r.events) {
             *detections.entry(event.detector.clone()).or_default().entry(event.level.clone()).or_default() +=
@@ -112,7 +131,7 @@ impl AuditReport {
                 .unwrap_or(0),
             runs_per_second: runs.len() as f64 / elapsed.as_secs_f64().max(1e-9),
         };
-        Self { runs, summary }
+        Self { runs, errors, summary }
     }
 
     /// The human-readable report.
@@ -150,6 +169,9 @@ impl AuditReport {
         for (detector, levels) in &s.detections {
             let levels: Vec<String> = levels.iter().map(|(l, n)| format!("{l} {n}")).collect();
             out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
+        }
+        for error in &self.errors {
+            out.push_str(&format!("unreadable: {}: {}\n", error.path, error.error));
         }
         out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
         out
