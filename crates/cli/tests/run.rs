@@ -17,14 +17,25 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// `looprail` with an Anthropic key set and the OpenAI key unset.
 async fn looprail(args: Vec<String>) -> Output {
+    looprail_with_openai_key(args, None).await
+}
+
+/// `looprail` with an OpenAI key set too (the fake server accepts any).
+async fn looprail_keyed(args: Vec<String>) -> Output {
+    looprail_with_openai_key(args, Some("sk-test")).await
+}
+
+async fn looprail_with_openai_key(args: Vec<String>, openai_key: Option<&'static str>) -> Output {
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_looprail"))
-            .args(&args)
-            .env("ANTHROPIC_API_KEY", "sk-ant-test")
-            .env_remove("OPENAI_API_KEY")
-            .output()
-            .unwrap()
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_looprail"));
+        command.args(&args).env("ANTHROPIC_API_KEY", "sk-ant-test");
+        match openai_key {
+            Some(key) => command.env("OPENAI_API_KEY", key),
+            None => command.env_remove("OPENAI_API_KEY"),
+        };
+        command.output().unwrap()
     })
     .await
     .unwrap()
@@ -164,19 +175,6 @@ async fn errors_are_one_line_with_what_to_do() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("guardrails.windw"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// `looprail` with an OpenAI key set (the fake server accepts any).
-async fn looprail_keyed(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_looprail"))
-            .args(&args)
-            .env("OPENAI_API_KEY", "sk-test")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
 }
 
 fn openai_args(server: &FakeServer, dir: &std::path::Path, extra: &[String], task: &str) -> Vec<String> {

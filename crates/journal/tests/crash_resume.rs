@@ -69,8 +69,18 @@ async fn final_messages(store: &SqliteStore) -> Vec<Message> {
 
 /// Runs until `crash` fires, then drops the whole runner, as a killed process would.
 async fn run_until_crash(path: &std::path::Path, effects: &Effects, crash: Crash) {
+    run_script_until_crash(path, effects, crash, script()).await;
+}
+
+/// [`run_until_crash`] with another script.
+async fn run_script_until_crash(
+    path: &std::path::Path,
+    effects: &Effects,
+    crash: Crash,
+    script: Vec<ModelResponse>,
+) {
     let store = SqliteStore::open(path).await.unwrap();
-    let mut w = world(effects, script());
+    let mut w = world(effects, script);
     let signal = match &crash {
         Crash::AtModelCall(turn) => {
             w.provider.block_at = Some(*turn);
@@ -290,18 +300,7 @@ async fn reused_and_empty_provider_ids_never_skip_a_call_across_crash_and_resume
     // completed result is not taken for it, and the send is not repeated.
     let path = temp_db("reused-crash");
     let effects = Effects::default();
-    {
-        let store = SqliteStore::open(&path).await.unwrap();
-        let mut w = world(&effects, reusing());
-        w.send.hang_on = Some("s1".into());
-        let signal = w.send.hanging.clone();
-        let crashing = runner(&store, w);
-        let task = tokio::spawn(async move { crashing.start(&RunSpec::new("run", "c", "do it")).await });
-        signal.notified().await;
-        task.abort();
-        let _ = task.await;
-        store.pool().close().await;
-    }
+    run_script_until_crash(&path, &effects, Crash::InTool("s1".into()), reusing()).await;
     let store = SqliteStore::open(&path).await.unwrap();
     let first = runner(&store, world(&effects, reusing()));
     let Resumed::Ran(halted) = first.resume("run").await.unwrap() else { panic!("must run") };
