@@ -314,3 +314,24 @@ async fn retry_model_from_the_config_file_reaches_the_client() {
         assert_eq!(server.requests().len(), requests, "max_retries {max_retries}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_that_waits_on_a_human_cancels_it_at_once() {
+    let dir = temp_dir("cancel-waiting");
+    let server =
+        FakeServer::start(vec![json_call("c1", "ask_human", r#"{"question": "Which file?"}"#)]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "Tidy up")).await;
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let run_id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("[run ").map(|r| r.trim_end_matches(']').to_owned()))
+        .unwrap();
+    let store = dir.join("runs.db").display().to_string();
+    let out = looprail(vec!["cancel".into(), "--store".into(), store.clone(), run_id.clone()]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = looprail(vec!["runs".into(), "--store".into(), store]).await;
+    let listing = String::from_utf8_lossy(&runs.stdout);
+    let line = listing.lines().find(|l| l.starts_with(&run_id)).unwrap();
+    assert!(line.contains("cancelled"), "{line}");
+}

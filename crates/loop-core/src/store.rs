@@ -1,6 +1,6 @@
 //! The checkpoint seam (F32, F36): where the driver saves the run at safe boundaries, and
 //! [`MemoryStore`], an in-process store for tests, simulations and the demo. The durable SQLite
-//! and PostgreSQL stores live in `looprail-journal`.
+//! store lives in `looprail-journal`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

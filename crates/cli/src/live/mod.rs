@@ -217,11 +217,11 @@ pub fn list(store: &std::path::Path) -> Result<(), String> {
     runtime()?.block_on(async {
         let store = SqliteStore::open_existing(store).await.map_err(|e| e.to_string())?;
         let runs = store.runs().await.map_err(|e| e.to_string())?;
-        println!("{:<22} {:<18} {:<10} task", "run", "status", "resumable");
+        println!("{:<40} {:<18} {:<10} task", "run", "status", "resumable");
         for run in runs {
             let task: String = run.input.chars().take(60).collect();
             println!(
-                "{:<22} {:<18} {:<10} {task}",
+                "{:<40} {:<18} {:<10} {task}",
                 run.run_id,
                 run.status.as_str(),
                 if run.resume_available { "yes" } else { "" }
@@ -238,7 +238,10 @@ pub fn cancel(store: &std::path::Path, run_id: &str) -> Result<(), String> {
         store.request_cancel(run_id, looprail::journal::now_ms()).await.map_err(|e| e.to_string())?;
         let status = store.run(run_id).await.map_err(|e| e.to_string())?.map(|r| r.status);
         if status == Some(RunStatus::WaitingOnHuman) {
-            eprintln!("cancel recorded; the run waits on a human and is cancelled by the next reconcile after 3 minutes");
+            // No process drives a run that waits on a human: nothing else would ever observe
+            // the request, so the run is cancelled now.
+            store.set_status(run_id, RunStatus::Cancelled).await.map_err(|e| e.to_string())?;
+            eprintln!("cancelled (the run was waiting on a human)");
         } else {
             eprintln!("cancel recorded; the run stops at its next safe boundary");
         }
