@@ -252,6 +252,34 @@ async fn f5_near_budget_fires_once_inside_the_reserve() {
     assert!(rec.events.contains(&Event::NearBudget { remaining_tokens: Some(500), remaining_cost: None }));
 }
 
+#[tokio::test]
+async fn f5_near_budget_keeps_a_tenth_of_the_cost_limit_in_reserve() {
+    let mut config = LoopConfig::default();
+    config.budget.cost_limit = Some(1.0);
+    assert_eq!(config.guardrails.reserve_cost_fraction, 0.1, "the catalogue's default (F5)");
+    // 200 input tokens at 1,150 per million: 0.23 a turn.
+    let price = looprail_loop_core::price::ModelPrice {
+        input_per_mtok: 1_150.0,
+        output_per_mtok: 0.0,
+        cache_read_per_mtok: None,
+        cache_write_per_mtok: None,
+    };
+    config.prices = config.prices.with("m", price);
+    let (tools, _) = tools_with(&["t"]);
+    let mut provider = ScriptedProvider::new("m").usage_per_call(200, 50);
+    for i in 0..6 {
+        provider = provider.call_tool("t", &format!("{{\"i\": {i}}}"));
+    }
+    let (rec, _) = run_script(config, provider, tools).await;
+    assert_eq!(rec.count("agent.budget.near"), 1);
+    // After 3 turns 0.31 is left (outside the 0.1 reserve); after 4, 0.08 (inside).
+    let near = rec.events.iter().position(|e| e.name() == "agent.budget.near").unwrap();
+    let turns_before = rec.events[..near].iter().filter(|e| e.name() == "agent.turn.started").count();
+    assert_eq!(turns_before, 4);
+    let Event::NearBudget { remaining_cost: Some(left), .. } = rec.events[near] else { panic!() };
+    assert!((left - 0.08).abs() < 1e-9, "{left}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn f6_soft_time_limit_gets_one_summary_turn_then_times_out() {
     let mut config = LoopConfig::default();

@@ -295,6 +295,24 @@ async fn idempotent_tools_retry_after_half_a_second_then_two_seconds() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_catalogue_s_8_second_step_is_reached_with_a_4th_attempt() {
+    // F22 lists 0.5 s -> 2 s -> 8 s; the default of 3 calls in all stops before 8 s. With
+    // `max_attempts = 4` the third wait is the catalogue's 8 s.
+    let config = looprail_retry::ToolRetryConfig { max_attempts: 4, ..Default::default() };
+    assert_eq!(config.delays_ms, [500, 2_000, 8_000], "the catalogue's schedule is the default");
+    let tool = unstable("lookup", true, 3, ToolErrorKind::Timeout);
+    let mut tools = ToolSet::new();
+    tools.insert(tool.clone());
+    let results = RetryingExecutor::new(config)
+        .execute(&[ToolCall::new("c1", "lookup", "{}")], &tools, &ExecContext::default())
+        .await;
+    assert!(!results[0].is_error);
+    let times: Vec<Instant> = tool.calls.lock().unwrap().iter().map(|(_, t)| *t).collect();
+    let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(gaps, [Duration::from_millis(500), Duration::from_secs(2), Duration::from_secs(8)]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_idempotent_tool_is_called_at_most_3_times_and_a_side_effecting_one_once() {
     let idempotent = unstable("lookup", true, 10, ToolErrorKind::Server);
     let (results, _) = execute(idempotent.clone(), &[ToolCall::new("c1", "lookup", "{}")]).await;
