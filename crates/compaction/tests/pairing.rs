@@ -92,7 +92,7 @@ proptest! {
         let counters = Counters::default();
         let config = LoopConfig::default();
         let view = ContextView { counters: &counters, config: &config };
-        KeepEnds::new(keep, budget).prepare(&mut after, &view);
+        KeepEnds::new(keep, budget).unwrap().prepare(&mut after, &view);
         check_shape(&before, &after)?;
     }
 

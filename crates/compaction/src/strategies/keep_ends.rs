@@ -1,5 +1,6 @@
 //! Simple compaction: keep the first message and the last N, with a marker (F26).
 
+use looprail_loop_core::config::ConfigError;
 use looprail_loop_core::context::{ContextPolicy, ContextStep, ContextView};
 use looprail_loop_core::event::Event;
 use looprail_loop_core::guard::Decision;
@@ -25,13 +26,17 @@ pub struct KeepEnds {
 
 impl KeepEnds {
     /// Keeps the first message and the last `keep_last` once over `budget_tokens`.
-    pub fn new(keep_last: usize, budget_tokens: u64) -> Self {
-        Self {
-            keep_last: keep_last.max(1),
+    /// `keep_last` must be at least 1 (the error names the key `keep_last`).
+    pub fn new(keep_last: usize, budget_tokens: u64) -> Result<Self, ConfigError> {
+        if keep_last == 0 {
+            return Err(ConfigError::new("keep_last", "must be at least 1"));
+        }
+        Ok(Self {
+            keep_last,
             budget: budget_tokens,
             counter: TiktokenCounter::default(),
             ledger: TokenLedger::default(),
-        }
+        })
     }
 
     fn compact(&mut self, messages: &mut Vec<Message>) -> Option<Decision> {
@@ -76,5 +81,40 @@ impl ContextPolicy for KeepEnds {
         let decision = self.compact(messages);
         self.budget = budget;
         ContextStep::Ready(decision.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use looprail_loop_core::config::LoopConfig;
+    use looprail_loop_core::guard::Counters;
+
+    #[test]
+    fn keeps_the_first_message_a_marker_and_exactly_the_last_n() {
+        assert_eq!(KeepEnds::new(0, 10).unwrap_err().key, "keep_last");
+        let mut messages: Vec<Message> = (0..12)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user(format!("question {i}"))
+                } else {
+                    Message::assistant(format!("answer {i}"))
+                }
+            })
+            .collect();
+        let original = messages.clone();
+        let (counters, config) = (Counters::default(), LoopConfig::default());
+        let view = ContextView { counters: &counters, config: &config };
+        KeepEnds::new(3, 1).unwrap().prepare(&mut messages, &view);
+        assert_eq!(messages.len(), 1 + 1 + 3);
+        assert_eq!(messages[0], original[0]);
+        assert_eq!(messages[1].internal.as_ref().unwrap().reason, MARKER_TAG);
+        assert_eq!(
+            messages[1].joined_text().unwrap(),
+            "[8 earlier messages were removed to fit the context window]"
+        );
+        assert_eq!(messages[2..], original[9..]);
     }
 }
