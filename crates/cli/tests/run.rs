@@ -335,3 +335,19 @@ async fn cancelling_a_run_that_waits_on_a_human_cancels_it_at_once() {
     let line = listing.lines().find(|l| l.starts_with(&run_id)).unwrap();
     assert!(line.contains("cancelled"), "{line}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_page_answering_a_streaming_call_is_a_malformed_response_not_retried() {
+    let dir = temp_dir("html-stream");
+    let page = "<html>\r\n<body>\r\n<p>Please log in to the proxy</p>\r\n</body>\r\n</html>";
+    let server =
+        FakeServer::start(vec![Reply::html(200, page), Reply::html(200, page), Reply::html(200, page)]).await;
+    let mut args = openai_args(&server, &dir, &[], "hi");
+    args.retain(|a| a != "--no-stream");
+    let out = looprail_keyed(args).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(server.requests().len(), 1, "a malformed response is not retried");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(line.contains("expected an event stream") && line.contains("Please log in"), "{line}");
+}

@@ -115,8 +115,8 @@ pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &str) -> Prov
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let (code, message, body_request_id) = parsed.as_ref().map(error_fields).unwrap_or_default();
     let message = message.unwrap_or_else(|| {
-        let snippet: String = body.chars().take(300).collect();
-        if snippet.trim().is_empty() { format!("HTTP {status} with an empty body") } else { snippet }
+        let snippet = one_line(body, 300);
+        if snippet.is_empty() { format!("HTTP {status} with an empty body") } else { snippet }
     });
     let mut error = ProviderError::new(kind_for(status, code.as_deref(), &message), message);
     error.status = Some(status);
@@ -185,6 +185,35 @@ pub(crate) async fn post(
     Err(status_error(status, &response_headers, &text))
 }
 
+/// At most `max` characters of `text` on one line (an HTML error page's CRLFs and
+/// indentation folded to single spaces), so error messages stay one readable line.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match folded.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &folded[..cut]),
+        None => folded,
+    }
+}
+
+/// Checks that a 2xx answer to a streaming request is an event stream. Anything else (a
+/// proxy's HTML page with status 200) is a malformed response, reported as such, not a broken
+/// stream to retry.
+pub(crate) async fn event_stream(response: reqwest::Response) -> Result<reqwest::Response, ProviderError> {
+    let content_type =
+        response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    if content_type.is_empty() || content_type.starts_with("text/event-stream") {
+        return Ok(response);
+    }
+    let request_id = response.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let text = response.text().await.unwrap_or_default();
+    let mut error = ProviderError::new(
+        ProviderErrorKind::MalformedResponse,
+        format!("expected an event stream, got `{content_type}`: {}", one_line(&text, 200)),
+    );
+    error.request_id = request_id;
+    Err(error)
+}
+
 /// Reads a 2xx response as JSON; anything else (an HTML page from a proxy) is a typed error.
 pub(crate) async fn json_body(response: reqwest::Response) -> Result<Value, ProviderError> {
     let content_type =
@@ -192,7 +221,7 @@ pub(crate) async fn json_body(response: reqwest::Response) -> Result<Value, Prov
     let request_id = response.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
     let text = response.text().await.map_err(|e| transport_error(&e))?;
     serde_json::from_str(&text).map_err(|e| {
-        let snippet: String = text.chars().take(200).collect();
+        let snippet = one_line(&text, 200);
         let mut error = ProviderError::new(
             ProviderErrorKind::MalformedResponse,
             format!("expected a JSON body, got `{content_type}` ({e}): {snippet}"),
@@ -213,6 +242,15 @@ mod tests {
             map.insert(HeaderName::from_static(k), HeaderValue::from_str(v).unwrap());
         }
         map
+    }
+
+    #[test]
+    fn error_text_is_folded_to_one_line() {
+        let page = "<html>\r\n  <body>\r\n<h1>502 Bad Gateway</h1>\r\n</body></html>";
+        let e = status_error(502, &HeaderMap::new(), page);
+        assert!(!e.message.contains('\n') && !e.message.contains('\r'), "{}", e.message);
+        assert!(e.message.contains("<h1>502 Bad Gateway</h1>"));
+        assert_eq!(one_line(&"x ".repeat(500), 10), "x x x x x …");
     }
 
     #[test]

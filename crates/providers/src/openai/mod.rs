@@ -56,6 +56,7 @@ impl Provider for OpenAiClient {
 
     async fn stream(&self, request: &ModelRequest<'_>) -> Result<ResponseStream, ProviderError> {
         let response = http::post(&self.http, &self.url(), &self.headers, &self.body(request, true)).await?;
+        let response = http::event_stream(response).await?;
         Ok(sse::drive(response, ChunkParser::new(&self.config.model), self.config.idle_timeout))
     }
 }
