@@ -167,7 +167,8 @@ impl Driver {
                         );
                         request.instruction = Some(note.trim_start());
                     }
-                    match self.call_model(&request).await {
+                    let hard = run.config().budget.hard_time_limit_secs;
+                    match self.interruptible(hard, self.call_model(&request), base, start).await {
                         Ok(response) => Input::ModelReply(response),
                         Err(error) => Input::ModelFailed(error),
                     }
@@ -189,6 +190,37 @@ impl Driver {
                     return Ok(outcome);
                 }
             };
+        }
+    }
+
+    /// Runs a model call that a cancel request or the run's hard time limit (F6, F7) cuts
+    /// short: a server that accepts the request and never answers cannot hold the run past
+    /// either. (Tool calls are not interrupted: a half-done side effect is worse.)
+    async fn interruptible(
+        &self,
+        hard_limit_secs: u64,
+        call: impl std::future::Future<Output = Result<ModelResponse, ProviderError>>,
+        base: std::time::Duration,
+        start: tokio::time::Instant,
+    ) -> Result<ModelResponse, ProviderError> {
+        let hard = hard_limit_secs;
+        let left = if hard > 0 {
+            std::time::Duration::from_secs(hard).saturating_sub(base + start.elapsed())
+        } else {
+            std::time::Duration::MAX
+        };
+        let deadline = tokio::time::Instant::now().checked_add(left);
+        tokio::select! {
+            result = call => result,
+            () = self.cancel.cancelled() => {
+                Err(ProviderError::new(ProviderErrorKind::Connection, "interrupted: the run was cancelled"))
+            }
+            () = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => Err(ProviderError::new(ProviderErrorKind::Timeout, "interrupted: the hard time limit passed")),
         }
     }
 

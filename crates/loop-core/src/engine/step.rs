@@ -95,7 +95,7 @@ impl Run {
             (Phase::AwaitingModel { spec }, Input::ModelReply(response)) => {
                 self.on_reply(spec, response, tick)
             }
-            (Phase::AwaitingModel { spec }, Input::ModelFailed(error)) => self.on_failure(spec, error),
+            (Phase::AwaitingModel { spec }, Input::ModelFailed(error)) => self.on_failure(spec, error, tick),
             (
                 Phase::AwaitingTools { batch, prefilled, human_call, deferred, .. },
                 Input::ToolsDone(results),
@@ -464,7 +464,21 @@ impl Run {
         }
     }
 
-    fn on_failure(&mut self, spec: CallSpec, error: ProviderError) -> Result<Action, EngineError> {
+    fn on_failure(
+        &mut self,
+        spec: CallSpec,
+        error: ProviderError,
+        tick: Tick,
+    ) -> Result<Action, EngineError> {
+        // A call cut short by a cancel request or the hard time limit (the driver interrupts
+        // it, F6/F7) ends the run the way the next turn boundary would, not as a provider
+        // failure.
+        let hard = self.core.config.budget.hard_time_limit_secs;
+        let past_hard_limit = hard > 0 && tick.elapsed.as_secs() >= hard;
+        if spec.purpose == CallPurpose::Turn && (tick.cancel_requested || past_hard_limit) {
+            tracing::info!(%error, "the model call was interrupted at a stop boundary");
+            return self.begin_turn(tick);
+        }
         if spec.purpose != CallPurpose::Turn {
             tracing::warn!(%error, "fallback call failed; building the reply deterministically");
             return self.finish_fallback(None);
