@@ -52,3 +52,39 @@ async fn a_cancel_request_interrupts_a_model_call_that_never_returns() {
     assert_eq!(recorded.outcome.state, RunState::Cancelled);
     assert_eq!(started.elapsed(), Duration::from_secs(5));
 }
+
+/// A side-effecting tool that hangs.
+struct Stuck;
+
+#[async_trait]
+impl Tool for Stuck {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new("transfer", "moves money", serde_json::json!({"type": "object"}))
+    }
+    async fn call(
+        &self,
+        _args: serde_json::Value,
+        _cx: looprail_loop_core::tool::ToolContext,
+    ) -> Result<looprail_loop_core::tool::ToolOutput, ToolError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_call_past_its_timeout_is_given_up_with_an_unknown_outcome_for_side_effects() {
+    let mut config = LoopConfig::default();
+    config.limits.tool_timeout_secs = 5;
+    let tools = ToolSet::new().with(Stuck);
+    let provider = looprail_loop_core::testkit::ScriptedProvider::new("m")
+        .call_tool("transfer", "{}")
+        .reply_text("I could not confirm the transfer.");
+    let mut run = Run::builder(config).user("pay the invoice").tools(tools.definitions()).build().unwrap();
+    let started = tokio::time::Instant::now();
+    let recorded = drive(&mut run, Driver::new(Arc::new(provider), tools)).await;
+    assert_eq!(recorded.outcome.state, RunState::Completed);
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    let result = run.messages().iter().flat_map(Message::tool_results).next().unwrap();
+    assert!(result.is_error);
+    assert!(result.content.contains("did not finish within 5 s"), "{}", result.content);
+    assert!(result.content.contains("may or may not have taken effect"), "{}", result.content);
+}

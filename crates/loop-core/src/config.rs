@@ -28,6 +28,8 @@ pub struct Limits {
     pub max_tool_output_bytes: usize,
     /// Output-token cap sent with every model call, if any.
     pub max_output_tokens: Option<u32>,
+    /// Seconds one tool call may take before it is given up as timed out (0 = no limit).
+    pub tool_timeout_secs: u64,
 }
 
 impl Default for Limits {
@@ -37,6 +39,7 @@ impl Default for Limits {
             max_delegation_depth: 3,
             max_tool_output_bytes: 64 * 1024,
             max_output_tokens: None,
+            tool_timeout_secs: 600,
         }
     }
 }

@@ -174,7 +174,12 @@ impl Driver {
                     }
                 }
                 Action::RunTools(calls) => {
-                    let cx = ExecContext { cancel: self.cancel.clone(), events: self.events.clone() };
+                    let secs = run.config().limits.tool_timeout_secs;
+                    let cx = ExecContext {
+                        cancel: self.cancel.clone(),
+                        events: self.events.clone(),
+                        tool_timeout: (secs > 0).then(|| std::time::Duration::from_secs(secs)),
+                    };
                     Input::ToolsDone(self.executor.execute(&calls, &self.tools, &cx).await)
                 }
                 Action::Summarize(request) => Input::SummaryDone(self.summarize(&request).await),

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::tool_calls::{FLAG_INVALID_ARGUMENTS, FLAG_UNKNOWN_TOOL, parse_arguments};
 use crate::event::EventSink;
 use crate::message::{ToolCall, ToolResult};
-use crate::tool::{ToolContext, ToolError, ToolSet};
+use crate::tool::{ToolContext, ToolError, ToolErrorKind, ToolSet};
 
 /// What an executor gets besides the calls.
 #[derive(Debug, Clone, Default)]
@@ -19,6 +19,8 @@ pub struct ExecContext {
     pub cancel: CancellationToken,
     /// Where to publish events such as `agent.tool.retry`.
     pub events: EventSink,
+    /// How long one tool call may take (`limits.tool_timeout_secs`); `None`: no limit.
+    pub tool_timeout: Option<std::time::Duration>,
 }
 
 /// Runs a batch of tool calls and returns one result per call.
@@ -54,7 +56,28 @@ pub async fn call_once(
     };
     let context =
         ToolContext { call_id: call.id.clone(), cancel: cx.cancel.clone(), events: cx.events.clone() };
-    match AssertUnwindSafe(tool.call(args, context)).catch_unwind().await {
+    let running = AssertUnwindSafe(tool.call(args, context)).catch_unwind();
+    let outcome = match cx.tool_timeout {
+        Some(limit) => match tokio::time::timeout(limit, running).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                // The call was dropped mid-way: for a side-effecting tool, whether its effect
+                // happened is unknown, and the model is told so.
+                let unknown = if tool.idempotent() {
+                    ""
+                } else {
+                    "; it may or may not have taken effect: check before calling it again"
+                };
+                let error = ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!("the tool `{}` did not finish within {} s{unknown}", call.name, limit.as_secs()),
+                );
+                return Err((error_result(&call.id, &error), error));
+            }
+        },
+        None => running.await,
+    };
+    match outcome {
         Ok(Ok(output)) => Ok(ToolResult::ok(&call.id, output.content)),
         Ok(Err(error)) => Err((error_result(&call.id, &error), error)),
         Err(_) => {
