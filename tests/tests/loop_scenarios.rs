@@ -233,11 +233,9 @@ async fn f4_each_budget_stops_at_a_turn_boundary_with_its_reason() {
     }
 }
 
-#[tokio::test]
-async fn f5_near_budget_fires_once_inside_the_reserve() {
-    let mut config = LoopConfig::default();
-    config.budget.token_budget = Some(1000);
-    config.guardrails.reserve_tokens = 512;
+/// Six tool turns of 200 + 50 tokens under `config`: the recording, the index of the one
+/// `agent.budget.near` event, and the turns started before it.
+async fn near_budget_run(config: LoopConfig) -> (Recorded, usize, usize) {
     let (tools, _) = tools_with(&["t"]);
     let mut provider = ScriptedProvider::new("m").usage_per_call(200, 50);
     for i in 0..6 {
@@ -245,9 +243,18 @@ async fn f5_near_budget_fires_once_inside_the_reserve() {
     }
     let (rec, _) = run_script(config, provider, tools).await;
     assert_eq!(rec.count("agent.budget.near"), 1);
-    // 250 tokens per turn: after two turns 500 are left, inside the 512 reserve.
     let near = rec.events.iter().position(|e| e.name() == "agent.budget.near").unwrap();
     let turns_before = rec.events[..near].iter().filter(|e| e.name() == "agent.turn.started").count();
+    (rec, near, turns_before)
+}
+
+#[tokio::test]
+async fn f5_near_budget_fires_once_inside_the_reserve() {
+    let mut config = LoopConfig::default();
+    config.budget.token_budget = Some(1000);
+    config.guardrails.reserve_tokens = 512;
+    let (rec, _, turns_before) = near_budget_run(config).await;
+    // 250 tokens per turn: after two turns 500 are left, inside the 512 reserve.
     assert_eq!(turns_before, 2);
     assert!(rec.events.contains(&Event::NearBudget { remaining_tokens: Some(500), remaining_cost: None }));
 }
@@ -265,16 +272,8 @@ async fn f5_near_budget_keeps_a_tenth_of_the_cost_limit_in_reserve() {
         cache_write_per_mtok: None,
     };
     config.prices = config.prices.with("m", price);
-    let (tools, _) = tools_with(&["t"]);
-    let mut provider = ScriptedProvider::new("m").usage_per_call(200, 50);
-    for i in 0..6 {
-        provider = provider.call_tool("t", &format!("{{\"i\": {i}}}"));
-    }
-    let (rec, _) = run_script(config, provider, tools).await;
-    assert_eq!(rec.count("agent.budget.near"), 1);
+    let (rec, near, turns_before) = near_budget_run(config).await;
     // After 3 turns 0.31 is left (outside the 0.1 reserve); after 4, 0.08 (inside).
-    let near = rec.events.iter().position(|e| e.name() == "agent.budget.near").unwrap();
-    let turns_before = rec.events[..near].iter().filter(|e| e.name() == "agent.turn.started").count();
     assert_eq!(turns_before, 4);
     let Event::NearBudget { remaining_cost: Some(left), .. } = rec.events[near] else { panic!() };
     assert!((left - 0.08).abs() < 1e-9, "{left}");

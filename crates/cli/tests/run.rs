@@ -60,20 +60,9 @@ async fn a_streamed_openai_tool_loop_completes_and_sends_the_result_back() {
         sse_text("It moved to Thursday."),
     ])
     .await;
-    let args = vec![
-        "run".into(),
-        "--provider".into(),
-        "openai".into(),
-        "--model".into(),
-        "gpt-4o-mini".into(),
-        "--base-url".into(),
-        format!("{}/v1", server.url),
-        "--store".into(),
-        dir.join("runs.db").display().to_string(),
-        "--workdir".into(),
-        dir.join("work").display().to_string(),
-        "When is the meeting?".into(),
-    ];
+    let mut args = openai_args(&server, &dir, &[], "When is the meeting?");
+    args.retain(|a| a != "--no-stream");
+    // No OPENAI_API_KEY: a --base-url server needs none.
     let out = looprail(args).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
