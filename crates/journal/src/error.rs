@@ -8,10 +8,11 @@ pub enum JournalError {
     /// The database could not be opened or queried.
     #[error("database error: {0}")]
     Database(String),
-    /// Another connection or process held the database longer than the busy timeout.
-    #[error("the database is locked by another connection or process (waited {waited_ms} ms); retry later")]
+    /// Another connection or process held the database: SQLite gave up waiting for it (after
+    /// the busy timeout, or at once when waiting could not help).
+    #[error("the database is locked by another connection or process (busy timeout {waited_ms} ms); retry later")]
     Locked {
-        /// How long we waited.
+        /// The busy timeout in force.
         waited_ms: u64,
     },
     /// A stored row could not be decoded.

@@ -60,29 +60,52 @@ const MIGRATIONS: &[&str] = &[
 /// The newest schema version this build knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// Applies the missing migrations, each in its own transaction.
-pub(crate) async fn migrate(pool: &SqlitePool) -> Result<(), JournalError> {
-    let db = |e: sqlx::Error| JournalError::from_sqlx(e, 0);
+/// The highest applied version, read through `executor`.
+async fn applied<'e>(executor: impl sqlx::SqliteExecutor<'e>, busy_ms: u64) -> Result<i64, JournalError> {
+    let row = sqlx::query("SELECT MAX(version) AS v FROM schema_version")
+        .fetch_one(executor)
+        .await
+        .map_err(|e| JournalError::from_sqlx(e, busy_ms))?;
+    let current: Option<i64> = row.try_get("v").map_err(|e| JournalError::corrupt("schema_version", e))?;
+    Ok(current.unwrap_or(0))
+}
+
+/// Applies the missing migrations in one write transaction.
+///
+/// Safe when several processes open a fresh store at once: everything, the version table's
+/// creation included, happens after taking the write lock (`BEGIN IMMEDIATE`, which waits out
+/// the busy timeout), so the second opener finds the first one's work done. (sqlx's own
+/// migrator takes no lock on SQLite, so it would race here.)
+pub(crate) async fn migrate(pool: &SqlitePool, busy_ms: u64) -> Result<(), JournalError> {
+    let db = |e: sqlx::Error| JournalError::from_sqlx(e, busy_ms);
+    // The common case, an up-to-date store, needs no write lock (readers keep working while
+    // another process writes).
+    match applied(pool, busy_ms).await {
+        Ok(current) if current == SCHEMA_VERSION => return Ok(()),
+        Ok(current) if current > SCHEMA_VERSION => {
+            return Err(JournalError::SchemaTooNew { found: current, known: SCHEMA_VERSION });
+        }
+        _ => {} // older, or no version table yet
+    }
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
     sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        .execute(pool)
+        .execute(&mut *tx)
         .await
         .map_err(db)?;
-    let row =
-        sqlx::query("SELECT MAX(version) AS v FROM schema_version").fetch_one(pool).await.map_err(db)?;
-    let current: Option<i64> = row.try_get("v").map_err(|e| JournalError::corrupt("schema_version", e))?;
-    let current = current.unwrap_or(0);
+    let current = applied(&mut *tx, busy_ms).await?;
     if current > SCHEMA_VERSION {
         return Err(JournalError::SchemaTooNew { found: current, known: SCHEMA_VERSION });
     }
+    if current == SCHEMA_VERSION {
+        return Ok(()); // dropping the transaction releases the lock
+    }
     for (index, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
         sqlx::raw_sql(*migration).execute(&mut *tx).await.map_err(db)?;
         sqlx::query("INSERT INTO schema_version (version) VALUES (?)")
             .bind(index as i64 + 1)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        tx.commit().await.map_err(db)?;
     }
-    Ok(())
+    tx.commit().await.map_err(db)
 }

@@ -220,12 +220,21 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(busy_timeout);
         let busy_ms = busy_timeout.as_millis() as u64;
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(|e| JournalError::from_sqlx(e, busy_ms))?;
-        schema::migrate(&pool).await?;
+        // Switching a fresh file to WAL can meet another opener doing the same; SQLite then
+        // answers "busy" without waiting, so the connect itself is retried within the timeout.
+        let deadline = tokio::time::Instant::now() + busy_timeout;
+        let pool = loop {
+            match SqlitePoolOptions::new().max_connections(4).connect_with(options.clone()).await {
+                Ok(pool) => break pool,
+                Err(e) => match JournalError::from_sqlx(e, busy_ms) {
+                    JournalError::Locked { .. } if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    other => return Err(other),
+                },
+            }
+        };
+        schema::migrate(&pool, busy_ms).await?;
         Ok(Self { pool, busy_ms })
     }
 
