@@ -10,7 +10,9 @@ pub enum JournalError {
     Database(String),
     /// Another connection or process held the database: SQLite gave up waiting for it (after
     /// the busy timeout, or at once when waiting could not help).
-    #[error("the database is locked by another connection or process (busy timeout {waited_ms} ms); retry later")]
+    #[error(
+        "the database is locked by another connection or process (busy timeout {waited_ms} ms); retry later"
+    )]
     Locked {
         /// The busy timeout in force.
         waited_ms: u64,

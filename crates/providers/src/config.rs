@@ -27,6 +27,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Time for a whole request, body included.
     pub request_timeout: Duration,
+    /// Time for a streamed answer to start (its status and headers). Whole-answer calls are
+    /// bounded by `request_timeout` only: their headers come when the answer is done.
+    pub first_byte_timeout: Duration,
     /// Longest silence between two chunks of a stream.
     pub idle_timeout: Duration,
     /// Extra headers sent with every request.
@@ -58,6 +61,7 @@ impl ClientConfig {
             api_key,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
+            first_byte_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(90),
             extra_headers: Vec::new(),
             default_max_tokens: 4096,
@@ -123,6 +127,13 @@ impl ClientConfig {
         self
     }
 
+    /// Sets how long a streamed answer may take to start.
+    #[must_use]
+    pub fn with_first_byte_timeout(mut self, timeout: Duration) -> Self {
+        self.first_byte_timeout = timeout;
+        self
+    }
+
     /// Adds a header to every request.
     #[must_use]
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
@@ -141,7 +152,11 @@ impl ClientConfig {
         if self.default_max_tokens == 0 {
             return Err(ConfigError::new("default_max_tokens", "must be at least 1"));
         }
-        if self.idle_timeout.is_zero() || self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
+        if self.idle_timeout.is_zero()
+            || self.request_timeout.is_zero()
+            || self.connect_timeout.is_zero()
+            || self.first_byte_timeout.is_zero()
+        {
             return Err(ConfigError::new("timeouts", "must be longer than zero"));
         }
         Ok(())

@@ -30,6 +30,8 @@ pub enum Reply {
     /// An SSE body sent chunk by chunk, optionally pausing before each and breaking the
     /// connection at the end instead of closing it.
     Sse { chunks: Vec<String>, pause: Duration, break_at_end: bool },
+    /// Takes the request and never answers (not even the status line).
+    Silent,
 }
 
 impl Reply {
@@ -123,6 +125,7 @@ async fn handle(
             .status(500)
             .body(Body::from("{\"error\": {\"message\": \"no scripted reply\"}}"))
             .unwrap(),
+        Some(Reply::Silent) => std::future::pending().await,
         Some(Reply::Body { status, headers, content_type, body }) => {
             let mut response = Response::builder()
                 .status(StatusCode::from_u16(status).unwrap())

@@ -161,12 +161,14 @@ pub(crate) fn stream_error(body: &Value) -> ProviderError {
 }
 
 /// Posts `body` and returns the response once its status is 2xx; any other status becomes a
-/// [`ProviderError`] built from the status, headers and body.
+/// [`ProviderError`] built from the status, headers and body. With `first_byte`, a response
+/// whose status and headers take longer is given up as a [`ProviderErrorKind::Timeout`].
 pub(crate) async fn post(
     client: &reqwest::Client,
     url: &str,
     headers: &[(String, String)],
     body: &Value,
+    first_byte: Option<Duration>,
 ) -> Result<reqwest::Response, ProviderError> {
     let payload = serde_json::to_vec(body).map_err(|e| {
         ProviderError::new(ProviderErrorKind::InvalidRequest, format!("cannot encode the request: {e}"))
@@ -175,7 +177,20 @@ pub(crate) async fn post(
     for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }
-    let response = request.send().await.map_err(|e| transport_error(&e))?;
+    let sent = request.send();
+    let response = match first_byte {
+        Some(limit) => tokio::time::timeout(limit, sent).await.map_err(|_| {
+            ProviderError::new(
+                ProviderErrorKind::Timeout,
+                format!(
+                    "no answer within {} s of sending the request (first-byte timeout)",
+                    limit.as_secs_f32()
+                ),
+            )
+        })?,
+        None => sent.await,
+    }
+    .map_err(|e| transport_error(&e))?;
     let status = response.status().as_u16();
     if (200..300).contains(&status) {
         return Ok(response);

@@ -12,6 +12,8 @@
 //! - Every failure is a [`ProviderError`](looprail_loop_core::provider::ProviderError) with the
 //!   status, the provider's error type, request id, `retry-after`, `x-should-retry` and rate
 //!   limit headers, and a `transient()` answer for the retry layer.
+//! - [`ProviderSettings`]: the config file's `[provider]` section (timeouts, fallback models,
+//!   summary model).
 //! - [`Recorder`] and [`Replay`] record a run's calls to JSONL and replay them offline.
 //!
 //! The clients run on tokio with timers enabled (the idle timeout between stream chunks uses
@@ -46,6 +48,7 @@ pub mod fake;
 mod http;
 pub mod openai;
 mod record;
+mod settings;
 pub mod sse;
 
 pub use anthropic::AnthropicClient;
@@ -53,3 +56,4 @@ pub use assemble::ToolCallAssembler;
 pub use config::{ClientConfig, MaxTokensField};
 pub use openai::OpenAiClient;
 pub use record::{Recorder, Replay, ReplayError};
+pub use settings::ProviderSettings;

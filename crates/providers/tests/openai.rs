@@ -385,3 +385,41 @@ async fn live_smoke_test_when_a_key_is_set() {
         .unwrap();
     assert!(response.text.unwrap().to_lowercase().contains("pong"));
 }
+
+#[tokio::test]
+async fn a_server_that_never_starts_answering_is_a_timeout_not_a_hang() {
+    fn request_of(messages: &[Message]) -> ModelRequest<'_> {
+        ModelRequest {
+            messages,
+            tools: &[],
+            tool_choice: ToolChoice::Auto,
+            max_output_tokens: None,
+            instruction: None,
+            purpose: CallPurpose::Turn,
+        }
+    }
+    let messages = conversation();
+    // Streamed: the first-byte timeout gives up long before the 10 s request timeout.
+    let server = FakeServer::start(vec![Reply::Silent]).await;
+    let config = ClientConfig::custom("gpt-4o", &format!("{}/v1", server.url), None)
+        .with_timeouts(Duration::from_secs(2), Duration::from_secs(10), Duration::from_secs(5))
+        .with_first_byte_timeout(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let error = match OpenAiClient::new(config).unwrap().stream(&request_of(&messages)).await {
+        Err(error) => error,
+        Ok(_) => panic!("a silent server produced a stream"),
+    };
+    assert_eq!(error.kind, ProviderErrorKind::Timeout, "{error}");
+    assert!(error.transient());
+    assert!(error.message.contains("first-byte"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // A whole answer: bounded by the request timeout.
+    let server = FakeServer::start(vec![Reply::Silent]).await;
+    let config = ClientConfig::custom("gpt-4o", &format!("{}/v1", server.url), None).with_timeouts(
+        Duration::from_secs(2),
+        Duration::from_millis(400),
+        Duration::from_secs(5),
+    );
+    let error = OpenAiClient::new(config).unwrap().complete(&request_of(&messages)).await.unwrap_err();
+    assert_eq!(error.kind, ProviderErrorKind::Timeout, "{error}");
+}

@@ -50,13 +50,21 @@ impl Provider for AnthropicClient {
     }
 
     async fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
-        let response = http::post(&self.http, &self.url(), &self.headers, &self.body(request, false)).await?;
+        let response =
+            http::post(&self.http, &self.url(), &self.headers, &self.body(request, false), None).await?;
         let body = http::json_body(response).await?;
         parse_response(&body, &self.config.model)
     }
 
     async fn stream(&self, request: &ModelRequest<'_>) -> Result<ResponseStream, ProviderError> {
-        let response = http::post(&self.http, &self.url(), &self.headers, &self.body(request, true)).await?;
+        let response = http::post(
+            &self.http,
+            &self.url(),
+            &self.headers,
+            &self.body(request, true),
+            Some(self.config.first_byte_timeout),
+        )
+        .await?;
         let response = http::event_stream(response).await?;
         Ok(sse::drive(response, EventParser::new(&self.config.model), self.config.idle_timeout))
     }
