@@ -340,3 +340,73 @@ async fn an_html_page_answering_a_streaming_call_is_a_malformed_response_not_ret
     let line = stderr.lines().find(|l| l.starts_with("error:")).unwrap();
     assert!(line.contains("expected an event stream") && line.contains("Please log in"), "{line}");
 }
+
+/// The model each request asked for, in order.
+fn models_asked(server: &FakeServer) -> Vec<String> {
+    server.requests().iter().map(|r| r.body["model"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_chain_is_set_from_the_flag_or_the_config_file() {
+    let gone = || {
+        Reply::json(
+            404,
+            r#"{"error": {"message": "The model `gpt-4o-mini` does not exist", "type": "invalid_request_error", "code": "model_not_found"}}"#,
+        )
+    };
+    let dir = temp_dir("fallback");
+    std::fs::write(dir.join("fallback.toml"), "[provider]\nfallback_models = [\"backup-1\"]\n").unwrap();
+    let from_file = ["--config".to_owned(), dir.join("fallback.toml").display().to_string()];
+    let from_flag = ["--fallback-model".to_owned(), "backup-1".into()];
+    for extra in [&from_file[..], &from_flag[..]] {
+        let server = FakeServer::start(vec![gone(), json_text("Served by the backup.")]).await;
+        let out = looprail_keyed(openai_args(&server, &dir, extra, "hi")).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Served by the backup."));
+        assert_eq!(models_asked(&server), ["gpt-4o-mini", "backup-1"], "{extra:?}");
+        assert!(stderr.contains("backup-1"), "the hop is reported: {stderr}");
+    }
+    // Without a chain the same failure ends the run.
+    let server = FakeServer::start(vec![gone(), json_text("unused")]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "hi")).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(models_asked(&server), ["gpt-4o-mini"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_summaries_use_the_summary_model_from_the_flag_or_the_config_file() {
+    let dir = temp_dir("summary-model");
+    let compaction =
+        "[compaction]\ncontext_window = 1000\nthreshold = 0.5\nkeep_verbatim = 2\ndeep_keep_verbatim = 1\n";
+    std::fs::write(dir.join("flag.toml"), compaction).unwrap();
+    std::fs::write(dir.join("file.toml"), format!("{compaction}[provider]\nsummary_model = \"small\"\n"))
+        .unwrap();
+    std::fs::write(dir.join("work/report.txt"), "Sales rose and costs fell in the quarter. ".repeat(60))
+        .unwrap();
+    let task = format!(
+        "Read report.txt. Background: {}",
+        "the quarterly report covers sales and costs. ".repeat(40)
+    );
+    for extra in [
+        vec!["--config".to_owned(), dir.join("file.toml").display().to_string()],
+        vec![
+            "--config".to_owned(),
+            dir.join("flag.toml").display().to_string(),
+            "--summary-model".into(),
+            "small".into(),
+        ],
+    ] {
+        let server = FakeServer::start(vec![
+            json_call("c1", "read_file", r#"{"path": "report.txt"}"#),
+            json_text("The user asked what the quarterly report says."),
+            json_text("Sales rose and costs fell."),
+        ])
+        .await;
+        let out = looprail_keyed(openai_args(&server, &dir, &extra, &task)).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+        assert_eq!(models_asked(&server), ["gpt-4o-mini", "small", "gpt-4o-mini"], "{extra:?}: {stderr}");
+        assert!(server.requests()[1].body.to_string().contains("Summarise the conversation"));
+    }
+}

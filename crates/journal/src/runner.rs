@@ -64,6 +64,7 @@ pub struct Runner {
     heartbeat_every: Duration,
     events: EventSink,
     streaming: bool,
+    summarizer: Option<(Arc<dyn Provider>, Duration)>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -104,6 +105,7 @@ impl Runner {
             heartbeat_every: Duration::from_secs(10),
             events: EventSink::none(),
             streaming: false,
+            summarizer: None,
         }
     }
 
@@ -156,6 +158,14 @@ impl Runner {
     #[must_use]
     pub fn with_streaming(mut self, on: bool) -> Self {
         self.streaming = on;
+        self
+    }
+
+    /// Writes compaction summaries with this (cheaper) provider, giving up after `timeout`
+    /// (F27; the policy then truncates deterministically).
+    #[must_use]
+    pub fn with_summarizer(mut self, provider: Arc<dyn Provider>, timeout: Duration) -> Self {
+        self.summarizer = Some((provider, timeout));
         self
     }
 
@@ -321,6 +331,10 @@ impl Runner {
             .with_cancel(cancel)
             .with_events(self.events.clone())
             .streaming(self.streaming);
+        let driver = match &self.summarizer {
+            Some((provider, timeout)) => driver.with_summarizer(Arc::clone(provider), *timeout),
+            None => driver,
+        };
         let result = driver.drive(&mut run).await;
         drop(_heartbeat);
         let outcome = result.map_err(|e| JournalError::Driver(e.to_string()))?;

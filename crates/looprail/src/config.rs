@@ -7,6 +7,7 @@ use looprail_compaction::AutoCompactionConfig;
 use looprail_guardrails::GuardrailsConfig;
 use looprail_guardrails::replay::ErrorPatterns;
 use looprail_loop_core::config::{ConfigError, LoopConfig, deserialize_with_path, parse_json};
+use looprail_providers::ProviderSettings;
 use looprail_retry::RetryConfig;
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,8 @@ pub struct LooprailConfig {
     pub compaction: AutoCompactionConfig,
     /// Model-call and tool retries.
     pub retry: RetryConfig,
+    /// Client timeouts, the model fallback chain and the summary model.
+    pub provider: ProviderSettings,
     /// The audit command.
     pub audit: AuditConfig,
 }
@@ -72,6 +75,7 @@ impl LooprailConfig {
         self.guardrails.validate().map_err(|e| prefixed("guardrails", e))?;
         self.compaction.validate().map_err(|e| prefixed("compaction", e))?;
         self.retry.validate().map_err(|e| prefixed("retry", e))?;
+        self.provider.validate().map_err(|e| prefixed("provider", e))?;
         Ok(())
     }
 }
@@ -104,5 +108,15 @@ mod tests {
             LooprailConfig::from_json_str(r#"{"compaction": {"threshold": 2}}"#).unwrap_err().key,
             "compaction.threshold"
         );
+        assert_eq!(
+            LooprailConfig::from_toml_str("[provider]\nidle_timeout_secs = 0\n").unwrap_err().key,
+            "provider.idle_timeout_secs"
+        );
+        let models = LooprailConfig::from_toml_str(
+            "[provider]\nfallback_models = [\"b\", \"c\"]\nsummary_model = \"small\"\n",
+        )
+        .unwrap();
+        assert_eq!(models.provider.fallback_models, ["b", "c"]);
+        assert_eq!(models.provider.summary_model.as_deref(), Some("small"));
     }
 }

@@ -13,7 +13,7 @@ use looprail::core::provider::Provider;
 use looprail::guardrails::default_stack;
 use looprail::journal::{Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started};
 use looprail::providers::{AnthropicClient, ClientConfig, OpenAiClient};
-use looprail::retry::{ModelRetryConfig, Retry, RetryingExecutor};
+use looprail::retry::{FallbackChain, Retry, RetryingExecutor};
 
 use looprail_workdir::Workdir;
 
@@ -53,6 +53,13 @@ pub struct ModelArgs {
     /// Wait for whole answers instead of streaming them.
     #[arg(long)]
     pub no_stream: bool,
+    /// A model to fall back to when the main one keeps failing, on the same API (repeat for a
+    /// chain; replaces `provider.fallback_models` of the config file).
+    #[arg(long = "fallback-model", value_name = "MODEL")]
+    pub fallback_models: Vec<String>,
+    /// A cheaper model for compaction summaries (replaces `provider.summary_model`).
+    #[arg(long, value_name = "MODEL")]
+    pub summary_model: Option<String>,
 }
 
 /// Arguments of `looprail run`.
@@ -73,15 +80,20 @@ pub struct ResumeArgs {
     pub run_id: String,
 }
 
-/// The client for `args`, behind model-call retries configured by `retry` (`retry.model`).
-fn provider(args: &ModelArgs, retry: &ModelRetryConfig) -> Result<Arc<dyn Provider>, String> {
-    let config = match (args.provider, &args.base_url) {
-        (ProviderKind::Openai, None) => ClientConfig::openai(&args.model),
-        (ProviderKind::Openai, Some(url)) => Ok(ClientConfig::openai_compatible(&args.model, url)),
-        (ProviderKind::Anthropic, None) => ClientConfig::anthropic(&args.model),
-        (ProviderKind::Anthropic, Some(url)) => {
-            ClientConfig::anthropic(&args.model).map(|c| c.with_base_url(url))
-        }
+/// The models a run uses: the main one (behind its fallback chain, if any) and the summarizer.
+struct Models {
+    main: Arc<dyn Provider>,
+    summarizer: Option<Arc<dyn Provider>>,
+}
+
+/// One client for `model` on the API and base URL of `args`, with the config file's timeouts,
+/// behind model-call retries (`retry.model`).
+fn client(args: &ModelArgs, model: &str, config: &LooprailConfig) -> Result<Arc<dyn Provider>, String> {
+    let client_config = match (args.provider, &args.base_url) {
+        (ProviderKind::Openai, None) => ClientConfig::openai(model),
+        (ProviderKind::Openai, Some(url)) => Ok(ClientConfig::openai_compatible(model, url)),
+        (ProviderKind::Anthropic, None) => ClientConfig::anthropic(model),
+        (ProviderKind::Anthropic, Some(url)) => ClientConfig::anthropic(model).map(|c| c.with_base_url(url)),
     }
     .map_err(|e| {
         if e.key.ends_with("_API_KEY") {
@@ -90,14 +102,39 @@ fn provider(args: &ModelArgs, retry: &ModelRetryConfig) -> Result<Arc<dyn Provid
             e.to_string()
         }
     })?;
+    let client_config = config.provider.apply(client_config);
+    let retry = config.retry.model.clone();
     Ok(match args.provider {
         ProviderKind::Openai => Arc::new(
-            Retry::new(OpenAiClient::new(config).map_err(|e| e.to_string())?).with_config(retry.clone()),
+            Retry::new(OpenAiClient::new(client_config).map_err(|e| e.to_string())?).with_config(retry),
         ),
         ProviderKind::Anthropic => Arc::new(
-            Retry::new(AnthropicClient::new(config).map_err(|e| e.to_string())?).with_config(retry.clone()),
+            Retry::new(AnthropicClient::new(client_config).map_err(|e| e.to_string())?).with_config(retry),
         ),
     })
+}
+
+/// The models for `args`; flags replace the config file's `provider.fallback_models` and
+/// `provider.summary_model`.
+fn models(args: &ModelArgs, config: &LooprailConfig) -> Result<Models, String> {
+    let fallbacks = if args.fallback_models.is_empty() {
+        &config.provider.fallback_models
+    } else {
+        &args.fallback_models
+    };
+    let main = client(args, &args.model, config)?;
+    let main = if fallbacks.is_empty() {
+        main
+    } else {
+        let mut chain = vec![main];
+        for model in fallbacks {
+            chain.push(client(args, model, config)?);
+        }
+        Arc::new(FallbackChain::new(chain).with_events(printer()))
+    };
+    let summary_model = args.summary_model.as_ref().or(config.provider.summary_model.as_ref());
+    let summarizer = summary_model.map(|model| client(args, model, config)).transpose()?;
+    Ok(Models { main, summarizer })
 }
 
 fn printer() -> EventSink {
@@ -119,7 +156,7 @@ async fn runner(args: &ModelArgs, existing: bool) -> Result<Runner, String> {
         Some(path) => LooprailConfig::from_path(path).map_err(|e| format!("{e} (in {})", path.display()))?,
         None => LooprailConfig::default(),
     };
-    let provider = provider(args, &config.retry.model)?;
+    let models = models(args, &config)?;
     let tools = Workdir::open(&args.workdir).map_err(|e| format!("work directory: {e}"))?.tools();
     let store = if existing {
         SqliteStore::open_existing(&args.store).await.map_err(|e| e.to_string())?
@@ -127,13 +164,17 @@ async fn runner(args: &ModelArgs, existing: bool) -> Result<Runner, String> {
         SqliteStore::open(&args.store).await.map_err(|e| format!("{}: {e}", args.store.display()))?
     };
     let (guardrails, compaction) = (config.guardrails.clone(), config.compaction.clone());
-    Ok(Runner::new(store, provider, tools, SYSTEM)
+    let runner = Runner::new(store, models.main, tools, SYSTEM)
         .with_config(config.loop_.clone())
         .with_guards(move || default_stack(&guardrails))
         .with_policy(move || Box::new(AutoCompaction::new(compaction.clone())))
         .with_executor(Arc::new(RetryingExecutor::new(config.retry.tool.clone())))
         .with_events(printer())
-        .with_streaming(!args.no_stream))
+        .with_streaming(!args.no_stream);
+    Ok(match models.summarizer {
+        Some(summarizer) => runner.with_summarizer(summarizer, config.provider.summary_timeout()),
+        None => runner,
+    })
 }
 
 /// Prints the outcome and returns its exit code.
