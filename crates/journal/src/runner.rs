@@ -393,6 +393,13 @@ impl ContextPolicy for PolicyBox {
     fn on_user_turn(&mut self) {
         self.0.on_user_turn();
     }
+    fn estimate_usage(
+        &mut self,
+        sent: &[looprail_loop_core::message::Message],
+        reply: &looprail_loop_core::provider::ModelResponse,
+    ) -> looprail_loop_core::provider::Usage {
+        self.0.estimate_usage(sent, reply)
+    }
     fn save_state(&self) -> serde_json::Value {
         self.0.save_state()
     }

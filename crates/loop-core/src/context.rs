@@ -10,7 +10,42 @@
 use serde::{Deserialize, Serialize};
 
 use crate::guard::{Decision, GuardStateError};
-use crate::message::Message;
+use crate::message::{ContentPart, Message};
+use crate::provider::{ModelResponse, Usage};
+
+/// Framing tokens counted per message by the rough estimate.
+const ROUGH_FRAMING: u64 = 4;
+
+fn rough_text_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// Tokens the rough estimate gives an image (a typical tile cost).
+const ROUGH_IMAGE: u64 = 765;
+
+/// About four characters a token, plus framing: the estimate when no tokenizer is at hand.
+pub fn rough_message_tokens(message: &Message) -> u64 {
+    let parts: u64 = message
+        .content
+        .iter()
+        .map(|part| match part {
+            ContentPart::Text { text } => rough_text_tokens(text),
+            ContentPart::ToolUse(call) => rough_text_tokens(&call.name) + rough_text_tokens(&call.arguments),
+            ContentPart::ToolResult(result) => rough_text_tokens(&result.content),
+            ContentPart::Image { .. } => ROUGH_IMAGE,
+        })
+        .sum();
+    ROUGH_FRAMING + parts
+}
+
+fn rough_reply_tokens(reply: &ModelResponse) -> u64 {
+    reply.text.as_deref().map_or(0, rough_text_tokens)
+        + reply
+            .tool_calls
+            .iter()
+            .map(|c| rough_text_tokens(&c.name) + rough_text_tokens(&c.arguments))
+            .sum::<u64>()
+}
 
 /// Counts tokens.
 pub trait TokenCounter: Send + Sync {
@@ -88,6 +123,17 @@ pub trait ContextPolicy: Send {
 
     /// A new user turn started: reset per-turn counters here.
     fn on_user_turn(&mut self) {}
+
+    /// Estimates a call's usage when the provider reported none (some OpenAI-compatible
+    /// servers do not), so token budgets keep counting. `sent` is what the call was given: the
+    /// conversation for a turn or fallback call, the part being summarised for a summary call
+    /// (asked while a summary is pending). The default counts about four characters a token,
+    /// over the whole of `sent`; a policy with a real token counter and a cache of per-message
+    /// counts does better, in the time of the messages added since its last count.
+    fn estimate_usage(&mut self, sent: &[Message], reply: &ModelResponse) -> Usage {
+        let input = sent.iter().map(rough_message_tokens).sum();
+        Usage::estimate(input, rough_reply_tokens(reply))
+    }
 
     /// State saved with the run.
     fn save_state(&self) -> serde_json::Value {

@@ -90,18 +90,13 @@ mod tests {
                     ..Default::default()
                 },
             );
-        let usage = Usage {
-            input_tokens: 1_000_000,
-            output_tokens: 1_000_000,
-            cache_read_tokens: 0,
-            cache_write_tokens: 0,
-        };
+        let usage = Usage { input_tokens: 1_000_000, output_tokens: 1_000_000, ..Usage::default() };
         assert!((table.cost("gpt-4o-2024-08-06", &usage) - 12.5).abs() < 1e-9);
         let cached = Usage {
             input_tokens: 1_000_000,
             output_tokens: 0,
             cache_read_tokens: 500_000,
-            cache_write_tokens: 0,
+            ..Usage::default()
         };
         let expected = 0.5 * 0.15 + 0.5 * 0.075;
         assert!((table.cost("gpt-4o-mini-2024", &cached) - expected).abs() < 1e-9);

@@ -77,6 +77,14 @@ pub struct Usage {
     /// Prompt tokens written to the provider's cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// How many of the input and output tokens are looprail's estimate, not the provider's
+    /// count (the provider reported no usage for those calls). 0 when every figure is reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -91,6 +99,22 @@ impl Usage {
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
         self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+        self.estimated_tokens = self.estimated_tokens.saturating_add(other.estimated_tokens);
+    }
+
+    /// An estimate: every token of it is marked as estimated.
+    pub fn estimate(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            estimated_tokens: input_tokens.saturating_add(output_tokens),
+            ..Self::default()
+        }
+    }
+
+    /// Whether any part of these figures is an estimate.
+    pub fn is_estimated(&self) -> bool {
+        self.estimated_tokens > 0
     }
 }
 

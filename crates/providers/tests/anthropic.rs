@@ -110,7 +110,13 @@ async fn the_request_body_groups_tool_results_and_sends_the_version_header() {
     assert_eq!(response.tool_calls, [ToolCall::new("toolu_2", "weather", r#"{"city":"Faro"}"#)]);
     assert_eq!(
         response.usage,
-        Some(Usage { input_tokens: 160, output_tokens: 20, cache_read_tokens: 50, cache_write_tokens: 10 })
+        Some(Usage {
+            input_tokens: 160,
+            output_tokens: 20,
+            cache_read_tokens: 50,
+            cache_write_tokens: 10,
+            estimated_tokens: 0
+        })
     );
 
     let seen = &server.requests()[0];

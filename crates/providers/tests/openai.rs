@@ -74,7 +74,13 @@ async fn complete_sends_the_exact_body_and_parses_parallel_tool_calls() {
     );
     assert_eq!(
         response.usage,
-        Some(Usage { input_tokens: 120, output_tokens: 40, cache_read_tokens: 64, cache_write_tokens: 0 })
+        Some(Usage {
+            input_tokens: 120,
+            output_tokens: 40,
+            cache_read_tokens: 64,
+            cache_write_tokens: 0,
+            estimated_tokens: 0
+        })
     );
     assert_eq!(response.model, "gpt-4o-2024-08-06");
 

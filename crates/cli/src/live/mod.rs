@@ -196,8 +196,12 @@ fn show(outcome: &Outcome, streamed: bool) -> u8 {
         }
         _ => {}
     }
+    let estimated = match outcome.usage.estimated_tokens {
+        0 => String::new(),
+        n => format!(" ({n} estimated: the provider reported no usage)"),
+    };
     eprintln!(
-        "[{:?}] {} turns, {} tool calls, {} tokens, cost {:.4}",
+        "[{:?}] {} turns, {} tool calls, {} tokens{estimated}, cost {:.4}",
         outcome.state,
         outcome.turns,
         outcome.tool_calls,

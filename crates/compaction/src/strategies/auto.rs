@@ -249,6 +249,27 @@ impl AutoCompaction {
 }
 
 impl ContextPolicy for AutoCompaction {
+    /// Counted with the policy's tokenizer: a turn's prompt through the ledger (only messages
+    /// added since the last count cost anything), a summary's input directly.
+    fn estimate_usage(
+        &mut self,
+        sent: &[Message],
+        reply: &looprail_loop_core::provider::ModelResponse,
+    ) -> looprail_loop_core::provider::Usage {
+        let input = if self.state.pending.is_some() {
+            sent.iter().map(|m| self.counter.count_message(m)).sum()
+        } else {
+            self.ledger.sync(sent, &self.counter)
+        };
+        let output = reply.text.as_deref().map_or(0, |t| self.counter.count_text(t))
+            + reply
+                .tool_calls
+                .iter()
+                .map(|c| self.counter.count_text(&c.name) + self.counter.count_text(&c.arguments))
+                .sum::<u64>();
+        looprail_loop_core::provider::Usage::estimate(input, output)
+    }
+
     fn prepare(&mut self, messages: &mut Vec<Message>, view: &ContextView<'_>) -> ContextStep {
         let total = self.ledger.sync(messages, &self.counter);
         if total <= self.config.limit() {

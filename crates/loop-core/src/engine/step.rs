@@ -71,8 +71,8 @@ impl Run {
                 self.core.phase = Phase::AwaitingSummary { request, retry };
                 Ok(action)
             }
-            (Phase::AwaitingSummary { retry, .. }, Input::SummaryDone(summary)) => {
-                self.on_summary(summary, retry)
+            (Phase::AwaitingSummary { request, retry }, Input::SummaryDone(summary)) => {
+                self.on_summary(summary, &request.messages, retry)
             }
             (Phase::AwaitingIterationDecision { count }, Input::Start) => {
                 self.core.phase = Phase::AwaitingIterationDecision { count };
@@ -214,11 +214,12 @@ impl Run {
     fn on_summary(
         &mut self,
         summary: Result<ModelResponse, String>,
+        summarised: &[Message],
         retry: Option<CallSpec>,
     ) -> Result<Action, EngineError> {
         // A summary call costs tokens like any other.
         let summary = summary.and_then(|response| {
-            self.account(&response, CallPurpose::Summary);
+            self.account(&response, CallPurpose::Summary, Some(summarised));
             response
                 .text
                 .filter(|t| !t.trim().is_empty())
@@ -277,13 +278,19 @@ impl Run {
         response
     }
 
-    fn account(&mut self, response: &ModelResponse, purpose: CallPurpose) {
-        let usage = response.usage.unwrap_or_default();
+    /// Charges a call's usage; when the provider reported none, the policy's estimate (marked
+    /// as such) is charged instead. `sent` is what a summary call was given; other calls were
+    /// given the conversation.
+    fn account(&mut self, response: &ModelResponse, purpose: CallPurpose, sent: Option<&[Message]>) {
+        let usage = match response.usage {
+            Some(usage) => usage,
+            None => self.policy.estimate_usage(sent.unwrap_or(&self.messages), response),
+        };
         let cost = self.core.config.prices.cost(&response.model, &usage);
         let counters = &mut self.core.counters;
         counters.usage.add(&usage);
         counters.cost += cost;
-        self.emit(Event::ModelResponded { model: response.model.clone(), purpose, usage: response.usage });
+        self.emit(Event::ModelResponded { model: response.model.clone(), purpose, usage: Some(usage) });
     }
 
     fn on_reply(
@@ -292,7 +299,7 @@ impl Run {
         response: ModelResponse,
         tick: Tick,
     ) -> Result<Action, EngineError> {
-        self.account(&response, spec.purpose);
+        self.account(&response, spec.purpose, None);
         if spec.purpose != CallPurpose::Turn {
             return self.finish_fallback(response.text.filter(|t| !t.trim().is_empty()));
         }

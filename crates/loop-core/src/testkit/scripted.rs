@@ -50,7 +50,7 @@ pub struct CallRecord {
 #[derive(Debug)]
 pub struct ScriptedProvider {
     model: String,
-    usage: Usage,
+    usage: Option<Usage>,
     steps: Mutex<VecDeque<ScriptStep>>,
     fallback: Mutex<ScriptStep>,
     log: Mutex<Vec<CallRecord>>,
@@ -68,7 +68,7 @@ impl ScriptedProvider {
         ));
         Self {
             model,
-            usage: Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() },
+            usage: Some(Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() }),
             steps: Mutex::new(VecDeque::new()),
             fallback: Mutex::new(fallback),
             log: Mutex::new(Vec::new()),
@@ -80,7 +80,14 @@ impl ScriptedProvider {
     /// Sets the usage every scripted reply reports.
     #[must_use]
     pub fn usage_per_call(mut self, input_tokens: u64, output_tokens: u64) -> Self {
-        self.usage = Usage { input_tokens, output_tokens, ..Usage::default() };
+        self.usage = Some(Usage { input_tokens, output_tokens, ..Usage::default() });
+        self
+    }
+
+    /// Replies report no usage at all, as some OpenAI-compatible servers do.
+    #[must_use]
+    pub fn without_usage(mut self) -> Self {
+        self.usage = None;
         self
     }
 
@@ -216,8 +223,9 @@ impl Provider for ScriptedProvider {
             // A compliant model obeys a forced tool; the script waits for the next free turn.
             let arguments = serde_json::json!({"question": "I seem to be stuck. How should I proceed?"});
             let call = ToolCall::new(self.fresh_id(), name.clone(), arguments.to_string());
-            return Ok(ModelResponse::tool_calls(self.model.clone(), vec![call])
-                .with_usage(self.usage.input_tokens, self.usage.output_tokens));
+            let mut response = ModelResponse::tool_calls(self.model.clone(), vec![call]);
+            response.usage = self.usage;
+            return Ok(response);
         }
         let step = if request.purpose == CallPurpose::Turn {
             self.steps.lock().ok().and_then(|mut s| s.pop_front())
@@ -227,7 +235,7 @@ impl Provider for ScriptedProvider {
         match step {
             Some(ScriptStep::Reply(mut response)) => {
                 if response.usage.is_none() {
-                    response.usage = Some(self.usage);
+                    response.usage = self.usage;
                 }
                 Ok(response)
             }

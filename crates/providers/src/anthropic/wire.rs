@@ -133,6 +133,7 @@ fn usage(u: &Value) -> Usage {
         output_tokens: n("output_tokens"),
         cache_read_tokens: read,
         cache_write_tokens: write,
+        estimated_tokens: 0,
     }
 }
 

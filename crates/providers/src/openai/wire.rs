@@ -119,6 +119,7 @@ fn usage(value: &Value) -> Option<Usage> {
         output_tokens: n(u.get("completion_tokens")),
         cache_read_tokens: n(u.pointer("/prompt_tokens_details/cached_tokens")),
         cache_write_tokens: 0,
+        estimated_tokens: 0,
     })
 }
 
