@@ -52,7 +52,7 @@ async fn the_compaction_policy_estimates_with_its_tokenizer_and_reported_usage_w
         .policy(AutoCompaction::new(AutoCompactionConfig::default()))
         .build()
         .unwrap();
-    let sent = vec![Message::system("Be brief."), Message::user("What is the capital of Portugal?")];
+    let sent = [Message::system("Be brief."), Message::user("What is the capital of Portugal?")];
     let provider = ScriptedProvider::new("m").without_usage().reply_text("Lisbon, on the Tagus.");
     let recorded = drive(&mut run, Driver::new(Arc::new(provider), ToolSet::new())).await;
     let usage = recorded.outcome.usage;
