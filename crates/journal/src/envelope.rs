@@ -126,6 +126,7 @@ impl Guard for ResumeSafety {
             Decision::Emit(Event::RunResumeUnsafe {
                 run_id: self.run_id.clone(),
                 call_id: result.call_id.clone(),
+                reason: "side_effect_interrupted".into(),
             }),
             Decision::Stop(StopCause::ResumeUnsafe { call_id: result.call_id.clone(), tool }),
         ]

@@ -47,6 +47,41 @@ pub enum JournalError {
         /// Why.
         reason: String,
     },
+    /// The run ended for good; resuming it would call the model again and run new side
+    /// effects.
+    #[error("run `{run_id}` is {status}: a finished run is not resumed (start a new run instead)")]
+    Finished {
+        /// The run.
+        run_id: String,
+        /// Its status.
+        status: crate::store::RunStatus,
+    },
+    /// The run waits on a human: it is answered or its tool call resolved, not resumed.
+    #[error("run `{run_id}` waits on a human: {what}")]
+    WaitsOnHuman {
+        /// The run.
+        run_id: String,
+        /// What it waits for and how to answer it.
+        what: String,
+    },
+    /// A live worker holds the run (its heartbeat is fresh).
+    #[error(
+        "run `{run_id}` is running in another process (heartbeat {age_ms} ms ago); cancel it there or wait"
+    )]
+    HeldByWorker {
+        /// The run.
+        run_id: String,
+        /// Age of its latest heartbeat.
+        age_ms: i64,
+    },
+    /// The run is not waiting for what the caller tried to give it.
+    #[error("run `{run_id}` {reason}")]
+    NotWaiting {
+        /// The run.
+        run_id: String,
+        /// What it is doing instead.
+        reason: String,
+    },
     /// The engine refused the restored run.
     #[error(transparent)]
     Engine(#[from] looprail_loop_core::engine::EngineError),

@@ -8,7 +8,9 @@
 //!   completed call is replayed from its stored result, an interrupted idempotent call runs again,
 //!   and an interrupted side-effecting call halts the run for a human ([`ResumeSafety`]).
 //! - [`Runner`] submits runs to lanes (one active run per `conversation:<id>`), drives them with
-//!   heartbeats and cancel requests, and resumes them from their latest resumable checkpoint.
+//!   heartbeats and cancel requests, and resumes them from their latest resumable checkpoint;
+//!   a run waiting on a human is answered ([`Runner::answer`]) or its unsafe tool call resolved
+//!   ([`Runner::resolve`]), never blindly resumed.
 //! - [`RunJournal`]: the model's durable working notes, with its three tools.
 //!
 //! ```
@@ -36,6 +38,7 @@
 
 mod envelope;
 mod error;
+mod human;
 mod run_journal;
 mod runner;
 mod schema;
@@ -43,6 +46,7 @@ mod store;
 
 pub use envelope::{EnvelopeExecutor, FLAG_RESUME_UNSAFE, ResumeSafety};
 pub use error::{JournalError, ResumeHalt};
+pub use human::{Resolution, SKIPPED, Waiting};
 pub use run_journal::{
     AppendRunJournalEntry, DIGEST_CHARS, GetRunJournal, JournalHandle, JournalState, RunJournal,
     UpdateRunJournal,

@@ -53,18 +53,20 @@ pub enum Resumed {
 /// Executes runs durably. Everything a run needs to be rebuilt after a crash (provider, tools,
 /// guards, policy, system prompt) is code, given here; everything it did is in the store.
 pub struct Runner {
-    store: SqliteStore,
+    pub(crate) store: SqliteStore,
     provider: Arc<dyn Provider>,
     tools: ToolSet,
     config: LoopConfig,
     system_prompt: String,
     guards: GuardFactory,
-    policy: PolicyFactory,
+    pub(crate) policy: PolicyFactory,
     executor: Arc<dyn ToolExecutor>,
     heartbeat_every: Duration,
-    events: EventSink,
+    stale_after: Duration,
+    pub(crate) events: EventSink,
     streaming: bool,
     summarizer: Option<(Arc<dyn Provider>, Duration)>,
+    shutdown: CancellationToken,
 }
 
 impl std::fmt::Debug for Runner {
@@ -103,9 +105,11 @@ impl Runner {
             policy: Arc::new(|| Box::new(KeepAll)),
             executor: Arc::new(ParallelExecutor),
             heartbeat_every: Duration::from_secs(10),
+            stale_after: Duration::from_secs(60),
             events: EventSink::none(),
             streaming: false,
             summarizer: None,
+            shutdown: CancellationToken::new(),
         }
     }
 
@@ -144,6 +148,23 @@ impl Runner {
     #[must_use]
     pub fn with_heartbeat(mut self, every: Duration) -> Self {
         self.heartbeat_every = every;
+        self
+    }
+
+    /// How old a heartbeat must be before the run counts as abandoned (60 s by default): a
+    /// run with a fresher one is held by a live process and is not resumed.
+    #[must_use]
+    pub fn with_stale_after(mut self, stale_after: Duration) -> Self {
+        self.stale_after = stale_after;
+        self
+    }
+
+    /// Stops every run this runner drives at its next safe boundary when `token` is cancelled
+    /// (a SIGINT or SIGTERM handler cancels it). Such a run is checkpointed and left
+    /// `interrupted`, which [`Runner::resume`] continues.
+    #[must_use]
+    pub fn with_shutdown(mut self, token: CancellationToken) -> Self {
+        self.shutdown = token;
         self
     }
 
@@ -262,7 +283,46 @@ impl Runner {
     /// Resumes a run from its latest resumable checkpoint (F34): completed tool calls are
     /// replayed from the envelope, interrupted idempotent ones run again, an interrupted
     /// side-effecting one halts the run for a human; a changed system prompt halts it too.
+    ///
+    /// Only a run that stopped without finishing is resumed: `interrupted`, `timed_out` with
+    /// `resume_available` (the reconciler found it abandoned), or `running` with a stale
+    /// heartbeat (its process died before a reconcile). A finished run is
+    /// [`JournalError::Finished`], a waiting one [`JournalError::WaitsOnHuman`] (answer or
+    /// resolve it instead), one with a fresh heartbeat [`JournalError::HeldByWorker`].
     pub async fn resume(&self, run_id: &str) -> Result<Resumed, JournalError> {
+        let row = self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+        match row.status {
+            RunStatus::Interrupted => {}
+            RunStatus::TimedOut if row.resume_available => {}
+            RunStatus::Running => {
+                let age_ms = now_ms() - row.heartbeat_at.unwrap_or(0);
+                if age_ms < self.stale_after.as_millis() as i64 {
+                    return Err(JournalError::HeldByWorker { run_id: run_id.to_owned(), age_ms });
+                }
+            }
+            RunStatus::WaitingOnHuman => {
+                let what = self.waiting_for(run_id).await?.to_string();
+                return Err(JournalError::WaitsOnHuman { run_id: run_id.to_owned(), what });
+            }
+            RunStatus::Queued => {
+                return Err(JournalError::NotResumable {
+                    run_id: run_id.to_owned(),
+                    reason: "it is queued and has not started; a worker on its lane runs it".into(),
+                });
+            }
+            status => return Err(JournalError::Finished { run_id: run_id.to_owned(), status }),
+        }
+        if !self.store.claim(run_id, &[row.status]).await? {
+            return Err(JournalError::NotResumable {
+                run_id: run_id.to_owned(),
+                reason: "another process took it over just now".into(),
+            });
+        }
+        self.continue_run(run_id).await
+    }
+
+    /// Drives a claimed run on from its latest resumable checkpoint.
+    pub(crate) async fn continue_run(&self, run_id: &str) -> Result<Resumed, JournalError> {
         let row = self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
         let checkpoint =
             self.store.latest_resumable(run_id).await?.ok_or_else(|| JournalError::NotResumable {
@@ -273,6 +333,11 @@ impl Runner {
         let expected = system_prompt_hash(&self.base_prompt_for(&checkpoint.messages));
         if checkpoint.header.core.system_prompt_hash.as_deref().is_some_and(|h| h != expected) {
             self.store.set_status(run_id, RunStatus::WaitingOnHuman).await?;
+            self.events.emit(&looprail_loop_core::event::Event::RunResumeUnsafe {
+                run_id: run_id.to_owned(),
+                call_id: String::new(),
+                reason: "system_prompt_changed".into(),
+            });
             return Ok(Resumed::Halted(ResumeHalt::SystemPromptChanged));
         }
         let run = Run::restore(
@@ -281,8 +346,19 @@ impl Runner {
             self.guards_for(run_id, &journal),
             (self.policy)(),
         )?;
-        self.store.set_status(run_id, RunStatus::Running).await?;
         self.drive(run_id, &row.lane, run, journal).await.map(|(outcome, _)| Resumed::Ran(outcome))
+    }
+
+    /// Drives a claimed run restored by the caller (a human's answer was added to it).
+    pub(crate) async fn drive_restored(
+        &self,
+        run_id: &str,
+        prepare: impl FnOnce(Vec<Box<dyn Guard>>) -> Result<Run, JournalError>,
+    ) -> Result<Outcome, JournalError> {
+        let row = self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+        let journal = self.journal(&row.lane).await?;
+        let run = prepare(self.guards_for(run_id, &journal))?;
+        self.drive(run_id, &row.lane, run, journal).await.map(|(outcome, _)| outcome)
     }
 
     /// The system prompt this runner would build for a run whose stored conversation is
@@ -307,7 +383,7 @@ impl Runner {
         mut run: Run,
         journal: JournalHandle,
     ) -> Result<(Outcome, Option<String>), JournalError> {
-        let cancel = CancellationToken::new();
+        let cancel = self.shutdown.child_token();
         // Aborted when this future ends or is dropped: a run that stops (or whose caller gives
         // up on it) must stop looking alive.
         let _heartbeat = AbortOnDrop({
@@ -344,7 +420,15 @@ impl Runner {
                 &serde_json::to_value(journal.snapshot()).unwrap_or_default(),
             )
             .await?;
-        let status = status_of(outcome.state);
+        let status = match status_of(outcome.state) {
+            // Stopped by a shutdown, not by a cancel request: resumable from its checkpoint.
+            RunStatus::Cancelled
+                if self.shutdown.is_cancelled() && !self.store.cancel_requested(run_id).await? =>
+            {
+                RunStatus::Interrupted
+            }
+            status => status,
+        };
         let next = if status.holds_lane() {
             self.store.set_status(run_id, status).await?;
             None

@@ -41,6 +41,8 @@ pub enum RunStatus {
     Cancelled,
     /// Its heartbeat went stale (a crash) or a time limit ended it.
     TimedOut,
+    /// Stopped at a safe boundary by a shutdown (SIGINT, SIGTERM); resumable.
+    Interrupted,
 }
 
 impl RunStatus {
@@ -54,6 +56,7 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
             RunStatus::TimedOut => "timed_out",
+            RunStatus::Interrupted => "interrupted",
         }
     }
 
@@ -66,6 +69,7 @@ impl RunStatus {
             "failed" => RunStatus::Failed,
             "cancelled" => RunStatus::Cancelled,
             "timed_out" => RunStatus::TimedOut,
+            "interrupted" => RunStatus::Interrupted,
             _ => return None,
         })
     }
@@ -73,6 +77,18 @@ impl RunStatus {
     /// True for states a lane waits on (the run still holds it).
     pub fn holds_lane(self) -> bool {
         matches!(self, RunStatus::Running | RunStatus::WaitingOnHuman)
+    }
+
+    /// True for runs that ended for good: completed, failed, cancelled (and timed out, unless
+    /// the reconciler flagged the run resumable).
+    pub fn is_final(self) -> bool {
+        matches!(self, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled | RunStatus::TimedOut)
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -307,14 +323,53 @@ impl SqliteStore {
 
     /// Sets a run's status.
     pub async fn set_status(&self, run_id: &str, status: RunStatus) -> Result<(), JournalError> {
-        let done = sqlx::query("UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?")
-            .bind(status.as_str())
-            .bind(now_ms())
-            .bind(run_id)
-            .execute(&self.pool)
-            .await
-            .map_err(self.db())?;
+        // An interrupted run is offered for resume; a run that runs again, or ended, is not.
+        let resumable = match status {
+            RunStatus::Interrupted => Some(1_i64),
+            RunStatus::Queued | RunStatus::WaitingOnHuman | RunStatus::TimedOut => None,
+            _ => Some(0),
+        };
+        let done = sqlx::query(
+            "UPDATE runs SET status = ?, resume_available = COALESCE(?, resume_available), updated_at = ?
+             WHERE run_id = ?",
+        )
+        .bind(status.as_str())
+        .bind(resumable)
+        .bind(now_ms())
+        .bind(run_id)
+        .execute(&self.pool)
+        .await
+        .map_err(self.db())?;
         touched(&done, || run_id.to_owned())
+    }
+
+    /// Moves a run to `running` only if its status is one of `from`; `false` when it was not
+    /// (another process got there first). The one way a run is taken over, so two resumers or
+    /// two answers never drive the same run.
+    pub async fn claim(&self, run_id: &str, from: &[RunStatus]) -> Result<bool, JournalError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(self.db())?;
+        let row = sqlx::query("SELECT status FROM runs WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(self.db())?
+            .ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+        let status: String = row.try_get("status").map_err(|e| JournalError::corrupt("runs", e))?;
+        if !from.iter().any(|s| s.as_str() == status) {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE runs SET status = 'running', resume_available = 0, heartbeat_at = ?, updated_at = ?
+             WHERE run_id = ?",
+        )
+        .bind(now_ms())
+        .bind(now_ms())
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(self.db())?;
+        tx.commit().await.map_err(self.db())?;
+        Ok(true)
     }
 
     /// Records a run's end and starts the next queued run of its lane (returned). A failure
@@ -597,6 +652,46 @@ impl SqliteStore {
             return Ok(Some(StoredCheckpoint { kind, header, messages }));
         }
         Ok(None)
+    }
+
+    /// The latest checkpoint of any kind (a human pause included).
+    pub async fn latest_checkpoint(&self, run_id: &str) -> Result<Option<StoredCheckpoint>, JournalError> {
+        self.load_checkpoint(run_id, false).await
+    }
+
+    /// Tool calls of a run that started and never completed (what a resume-unsafe halt waits
+    /// on), as `(call id, tool)`.
+    pub async fn unfinished_tool_calls(&self, run_id: &str) -> Result<Vec<(String, String)>, JournalError> {
+        let rows = sqlx::query(
+            "SELECT tool_call_id, tool FROM tool_calls WHERE run_id = ? AND completed_at IS NULL
+             ORDER BY started_at",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.db())?;
+        rows.iter()
+            .map(|r| {
+                let id: String =
+                    r.try_get("tool_call_id").map_err(|e| JournalError::corrupt("tool_calls", e))?;
+                let tool: String = r.try_get("tool").map_err(|e| JournalError::corrupt("tool_calls", e))?;
+                Ok((id, tool))
+            })
+            .collect()
+    }
+
+    /// Forgets an unfinished call's envelope row, so the next resume runs the call again (a
+    /// human's `--retry`). A completed call is never forgotten.
+    pub async fn forget_tool_call(&self, run_id: &str, call_id: &str) -> Result<(), JournalError> {
+        let done = sqlx::query(
+            "DELETE FROM tool_calls WHERE run_id = ? AND tool_call_id = ? AND completed_at IS NULL",
+        )
+        .bind(run_id)
+        .bind(call_id)
+        .execute(&self.pool)
+        .await
+        .map_err(self.db())?;
+        touched(&done, || format!("{run_id} / {call_id} (no unfinished call with this id)"))
     }
 
     /// The latest checkpoint from which the run may be resumed (F34, S2).

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{ByTurn, EffectTool, Effects, calls, temp_db};
-use looprail_journal::{ResumeHalt, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started};
+use looprail_journal::{
+    JournalError, Resolution, ResumeHalt, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started,
+};
 use looprail_loop_core::prelude::*;
 use proptest::prelude::*;
 
@@ -97,6 +99,7 @@ async fn run_script_until_crash(
     signal.notified().await;
     task.abort();
     let _ = task.await;
+    common::age_heartbeats(&store).await;
     store.pool().close().await;
 }
 
@@ -111,15 +114,26 @@ enum Crash {
 async fn resume_to_end(path: &std::path::Path, effects: &Effects) -> (usize, Outcome) {
     let store = SqliteStore::open(path).await.unwrap();
     let mut interventions = 0;
+    // The crashed run's heartbeat is old news to this process.
+    sqlx::query("UPDATE runs SET heartbeat_at = 0").execute(store.pool()).await.unwrap();
+    let mut verdict: Option<(String, String)> = None;
     loop {
         let runner = runner(&store, world(effects, script()));
-        match runner.resume("run").await.unwrap() {
+        let resumed = match verdict.take() {
+            None => runner.resume("run").await.unwrap(),
+            Some((call_id, tool)) => {
+                runner.resolve("run", &call_id, Resolution::Done(format!("{tool} done"))).await.unwrap()
+            }
+        };
+        match resumed {
             Resumed::Ran(outcome) if outcome.state == RunState::WaitingOnHuman => {
                 let StopCause::ResumeUnsafe { call_id, tool } = &outcome.stop else {
                     panic!("{:?}", outcome.stop)
                 };
                 assert_eq!(store.run("run").await.unwrap().unwrap().status, RunStatus::WaitingOnHuman);
-                store.resolve_tool_call("run", call_id, &format!("{tool} done"), false).await.unwrap();
+                let refused = runner.resume("run").await.unwrap_err();
+                assert!(matches!(refused, JournalError::WaitsOnHuman { .. }), "{refused}");
+                verdict = Some((call_id.clone(), tool.clone()));
                 interventions += 1;
             }
             Resumed::Ran(outcome) => return (interventions, outcome),
@@ -165,6 +179,7 @@ async fn a_changed_system_prompt_halts_the_resume_for_a_human() {
     let effects = Effects::default();
     run_until_crash(&path, &effects, Crash::AtModelCall(2)).await;
     let store = SqliteStore::open(&path).await.unwrap();
+    common::age_heartbeats(&store).await;
     let w = world(&effects, script());
     let tools = ToolSet::new().with(w.read).with(w.send);
     let edited = Runner::new(store.clone(), Arc::new(w.provider), tools, "You are a reckless agent.");
@@ -228,16 +243,23 @@ proptest! {
                 signal.notified().await;
                 task.abort();
                 let _ = task.await;
+                common::age_heartbeats(&store).await;
                 store.pool().close().await;
             }
             let store = SqliteStore::open(&path).await.unwrap();
+    common::age_heartbeats(&store).await;
+            let mut verdict: Option<(String, String)> = None;
             let final_outcome = loop {
                 let w = world(&effects, script.clone());
                 let runner = Runner::new(store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
-                match runner.resume("run").await.unwrap() {
+                let resumed = match verdict.take() {
+                    None => runner.resume("run").await.unwrap(),
+                    Some((call_id, tool)) => runner.resolve("run", &call_id, Resolution::Done(format!("{tool} done"))).await.unwrap(),
+                };
+                match resumed {
                     Resumed::Ran(o) if o.state == RunState::WaitingOnHuman => {
                         let StopCause::ResumeUnsafe { call_id, tool } = &o.stop else { panic!("{:?}", o.stop) };
-                        store.resolve_tool_call("run", call_id, &format!("{tool} done"), false).await.unwrap();
+                        verdict = Some((call_id.clone(), tool.clone()));
                     }
                     Resumed::Ran(o) => break o,
                     Resumed::Halted(h) => panic!("{h:?}"),
@@ -302,16 +324,68 @@ async fn reused_and_empty_provider_ids_never_skip_a_call_across_crash_and_resume
     let effects = Effects::default();
     run_script_until_crash(&path, &effects, Crash::InTool("s1".into()), reusing()).await;
     let store = SqliteStore::open(&path).await.unwrap();
+    common::age_heartbeats(&store).await;
     let first = runner(&store, world(&effects, reusing()));
     let Resumed::Ran(halted) = first.resume("run").await.unwrap() else { panic!("must run") };
     let StopCause::ResumeUnsafe { call_id, .. } = &halted.stop else { panic!("{:?}", halted.stop) };
     assert_eq!(call_id, "lr-1", "the unfinished send is named by its own id");
-    store.resolve_tool_call("run", call_id, "send done", false).await.unwrap();
     let second = runner(&store, world(&effects, reusing()));
-    let Resumed::Ran(outcome) = second.resume("run").await.unwrap() else { panic!("must run") };
+    let Resumed::Ran(outcome) =
+        second.resolve("run", call_id, Resolution::Done("send done".into())).await.unwrap()
+    else {
+        panic!("must run")
+    };
     assert_eq!(outcome.final_text, "finished");
     assert_eq!(effects.count("s1"), 1, "the send was never repeated");
     assert_eq!(effects.count("s2"), 1, "the later send with an empty id ran");
     assert!(effects.count("r2") >= 1, "the read after the clash ran instead of being replayed");
+    let _ = std::fs::remove_file(path);
+}
+
+/// Crashes inside the first send and resumes into the resume-unsafe halt; returns the call id.
+async fn halted_in_first_send(path: &std::path::Path, effects: &Effects) -> (SqliteStore, String) {
+    run_until_crash(path, effects, Crash::InTool("s1".into())).await;
+    let store = SqliteStore::open(path).await.unwrap();
+    common::age_heartbeats(&store).await;
+    let Resumed::Ran(halted) = runner(&store, world(effects, script())).resume("run").await.unwrap() else {
+        panic!("must run")
+    };
+    let StopCause::ResumeUnsafe { call_id, .. } = halted.stop else { panic!("{:?}", halted.stop) };
+    (store, call_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_resolves_an_unsafe_call_by_retry_or_skip_and_the_run_finishes() {
+    // Retry: the send runs again (the human says the first attempt did not go through).
+    let (path, effects) = (temp_db("retry"), Effects::default());
+    let (store, call_id) = halted_in_first_send(&path, &effects).await;
+    let human = runner(&store, world(&effects, script()));
+    let wrong = human.resolve("run", "lr-99", Resolution::Retry).await.unwrap_err();
+    assert!(matches!(wrong, JournalError::NotWaiting { .. }), "{wrong}");
+    let Resumed::Ran(outcome) = human.resolve("run", &call_id, Resolution::Retry).await.unwrap() else {
+        panic!("must run")
+    };
+    assert_eq!(outcome.final_text, "finished");
+    assert_eq!(effects.count("s1"), 2, "the retried send ran once more");
+    assert_eq!(effects.count("s2"), 1);
+    let _ = std::fs::remove_file(path);
+
+    // Skip: the send is not run again and the model is told so.
+    let (path, effects) = (temp_db("skip"), Effects::default());
+    let (store, call_id) = halted_in_first_send(&path, &effects).await;
+    let human = runner(&store, world(&effects, script()));
+    let Resumed::Ran(outcome) = human.resolve("run", &call_id, Resolution::Skip).await.unwrap() else {
+        panic!("must run")
+    };
+    assert_eq!(outcome.final_text, "finished");
+    assert_eq!(effects.count("s1"), 1, "a skipped send is never run again");
+    let messages = final_messages(&store).await;
+    assert!(
+        messages
+            .iter()
+            .flat_map(Message::tool_results)
+            .any(|r| r.content == looprail_journal::SKIPPED && r.is_error),
+        "the model saw that the call was skipped"
+    );
     let _ = std::fs::remove_file(path);
 }

@@ -202,8 +202,11 @@ pub enum Event {
     RunResumeUnsafe {
         /// The run id.
         run_id: String,
-        /// The tool call that blocked resume.
+        /// The tool call that blocked resume; empty when something else did.
         call_id: String,
+        /// Why resume halted (`side_effect_interrupted`, `system_prompt_changed`).
+        #[serde(default)]
+        reason: String,
     },
     /// The reconciler ran (F33).
     RunReconcile {

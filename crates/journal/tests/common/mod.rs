@@ -118,3 +118,8 @@ pub fn calls(id: &str, name: &str) -> ModelResponse {
         vec![ToolCall::new(id, name, serde_json::json!({ "tag": id }).to_string())],
     )
 }
+
+/// Makes every run's heartbeat old, as it is when a crashed process is looked at later.
+pub async fn age_heartbeats(store: &looprail_journal::SqliteStore) {
+    sqlx::query("UPDATE runs SET heartbeat_at = 0").execute(store.pool()).await.unwrap();
+}

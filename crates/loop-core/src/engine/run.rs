@@ -564,15 +564,27 @@ impl Run {
         Ok(())
     }
 
-    /// Answers the pending `ask_human` question; the run continues at the next
-    /// [`Input::Start`](crate::engine::Input::Start).
+    /// Answers the question of a run waiting on a human; the run continues at the next
+    /// [`Input::Start`](crate::engine::Input::Start) with a fresh user turn. The answer becomes
+    /// the result of the model's `ask_human` call, or, when a guard or policy handed the run
+    /// to a human without such a call, the next user message.
     pub fn provide_human_reply(&mut self, text: impl Into<String>) -> Result<(), EngineError> {
-        let Phase::AwaitingHuman { call_id, .. } = &self.core.phase else {
-            return Err(EngineError::WrongState { expected: "waiting_on_human", actual: self.core.state });
+        let message = match &self.core.phase {
+            Phase::AwaitingHuman { call_id, .. } => {
+                Message::tool_result(ToolResult::ok(call_id.clone(), text))
+            }
+            Phase::Finished { outcome } if matches!(outcome.stop, StopCause::HandedToHuman { .. }) => {
+                Message::user(text)
+            }
+            _ => {
+                return Err(EngineError::WrongState {
+                    expected: "waiting_on_human",
+                    actual: self.core.state,
+                });
+            }
         };
-        let result = ToolResult::ok(call_id.clone(), text);
         self.set_state(RunState::Running)?;
-        self.messages.push(Message::tool_result(result));
+        self.messages.push(message);
         self.start_user_turn();
         Ok(())
     }
