@@ -12,7 +12,7 @@ use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
 use looprail_loop_core::tool::{ToolContext, ToolErrorKind, ToolOutput};
 
 use looprail_compaction::{AutoCompaction, AutoCompactionConfig};
-use looprail_journal::{Resumed, RunSpec, Runner, SqliteStore};
+use looprail_journal::{Resolution, Resumed, RunSpec, Runner, SqliteStore};
 use looprail_rag_dedup::{Chunk, RagDedup};
 use looprail_retry::RetryingExecutor;
 use tokio_util::sync::CancellationToken;
@@ -364,8 +364,10 @@ fn crash_resume(quiet: bool) -> Result<Check, String> {
         // The resumed model sees the send in its history: it only has to answer. (A scripted
         // provider restarting its script would ask for a second, new send.)
         let answer = || ScriptedProvider::new("scripted").reply_text("Booking confirmed by email.");
+        // Worker 1's heartbeat would take a minute to go stale; the demo does not wait for it.
         let runner =
-            Runner::new(store.clone(), Arc::new(answer()), ToolSet::new().with(tool()), "You book travel.");
+            Runner::new(store.clone(), Arc::new(answer()), ToolSet::new().with(tool()), "You book travel.")
+                .with_stale_after(Duration::ZERO);
         let first = runner.resume("booking-1").await.map_err(|e| e.to_string())?;
         let Resumed::Ran(halted) = first else { return Err("the resume did not run".to_owned()) };
         if halted.state != RunState::WaitingOnHuman {
@@ -375,9 +377,12 @@ fn crash_resume(quiet: bool) -> Result<Check, String> {
         let StopCause::ResumeUnsafe { call_id, .. } = &halted.stop else {
             return Err(format!("expected a resume-unsafe halt, got {:?}", halted.stop));
         };
-        store.resolve_tool_call("booking-1", call_id, "sent", false).await.map_err(|e| e.to_string())?;
         let runner = Runner::new(store, Arc::new(answer()), ToolSet::new().with(tool()), "You book travel.");
-        match runner.resume("booking-1").await.map_err(|e| e.to_string())? {
+        match runner
+            .resolve("booking-1", call_id, Resolution::Done("sent".into()))
+            .await
+            .map_err(|e| e.to_string())?
+        {
             Resumed::Ran(outcome) => Ok(outcome),
             Resumed::Halted(h) => Err(format!("halted: {h:?}")),
         }

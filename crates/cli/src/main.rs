@@ -4,8 +4,9 @@
 //!   (no API key, no server); exits 0 only if every scenario behaved as expected.
 //! - `looprail audit [--config FILE] [--preset NAME] [--json] PATH...`: replays recorded runs offline through the
 //!   guard and context stack and reports where it would have intervened.
-//! - `looprail run`, `runs`, `resume`, `cancel`: a live agent on a real provider, durable in a
-//!   SQLite file.
+//! - `looprail run`, `runs`, `resume`, `answer`, `resolve`, `cancel`: a live agent on a real
+//!   provider, durable in a SQLite file; SIGINT/SIGTERM stop a run at its next safe boundary,
+//!   resumable.
 //!
 //! Errors are one line saying what is wrong and what to do, with a non-zero exit code.
 
@@ -61,8 +62,13 @@ enum Command {
         #[arg(long, default_value = "looprail.db")]
         store: PathBuf,
     },
-    /// Resume a stored run from its latest checkpoint.
+    /// Resume an interrupted or abandoned run from its latest checkpoint (never a finished one).
     Resume(live::ResumeArgs),
+    /// Answer the question a waiting run asked, and drive it on.
+    Answer(live::AnswerArgs),
+    /// Say what an interrupted side-effecting call did (--done, --retry, --skip), and drive the
+    /// run on.
+    Resolve(live::ResolveArgs),
     /// Ask a running run to stop at its next safe boundary.
     Cancel {
         /// The run.
@@ -133,6 +139,8 @@ fn main() -> ExitCode {
         Command::Run(args) => return finish(live::run(args)),
         Command::Runs { store } => live::list(&store),
         Command::Resume(args) => return finish(live::resume(args)),
+        Command::Answer(args) => return finish(live::answer(args)),
+        Command::Resolve(args) => return finish(live::resolve(args)),
         Command::Cancel { run_id, store } => live::cancel(&store, &run_id),
     };
     match result {

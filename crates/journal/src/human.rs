@@ -5,6 +5,7 @@
 
 use looprail_loop_core::engine::{Phase, Run};
 use looprail_loop_core::outcome::{Outcome, StopCause};
+use looprail_loop_core::store::StoredCheckpoint;
 
 use crate::error::JournalError;
 use crate::runner::{Resumed, Runner};
@@ -56,29 +57,36 @@ pub enum Resolution {
     Skip,
 }
 
+/// What a waiting run waits for, from its latest checkpoint and its unfinished tool calls
+/// (as [`SqliteStore::latest_checkpoint`](crate::SqliteStore::latest_checkpoint) and
+/// [`SqliteStore::unfinished_tool_calls`](crate::SqliteStore::unfinished_tool_calls) give them).
+pub fn waiting_from(checkpoint: Option<&StoredCheckpoint>, unfinished: &[(String, String)]) -> Waiting {
+    if let Some((call_id, tool)) = unfinished.first() {
+        return Waiting::UnsafeCall { call_id: call_id.clone(), tool: tool.clone() };
+    }
+    let Some(checkpoint) = checkpoint else { return Waiting::SystemPromptChanged };
+    match &checkpoint.header.core.phase {
+        Phase::AwaitingHuman { question, .. } => Waiting::Question { question: question.clone() },
+        Phase::Finished { outcome } => match &outcome.stop {
+            StopCause::HandedToHuman { question } => Waiting::Question { question: question.clone() },
+            StopCause::ResumeUnsafe { call_id, tool } => {
+                Waiting::UnsafeCall { call_id: call_id.clone(), tool: tool.clone() }
+            }
+            _ => Waiting::SystemPromptChanged,
+        },
+        _ => Waiting::SystemPromptChanged,
+    }
+}
+
 /// The result the model sees for a skipped call.
 pub const SKIPPED: &str = "Not executed: a human chose to skip this call after the run was interrupted.";
 
 impl Runner {
-    /// What a run waiting on a human waits for (also for runs not waiting: what they would).
+    /// What a run waiting on a human waits for.
     pub async fn waiting_for(&self, run_id: &str) -> Result<Waiting, JournalError> {
-        if let Some((call_id, tool)) = self.store.unfinished_tool_calls(run_id).await?.into_iter().next() {
-            return Ok(Waiting::UnsafeCall { call_id, tool });
-        }
-        let Some(checkpoint) = self.store.latest_checkpoint(run_id).await? else {
-            return Ok(Waiting::SystemPromptChanged);
-        };
-        Ok(match &checkpoint.header.core.phase {
-            Phase::AwaitingHuman { question, .. } => Waiting::Question { question: question.clone() },
-            Phase::Finished { outcome } => match &outcome.stop {
-                StopCause::HandedToHuman { question } => Waiting::Question { question: question.clone() },
-                StopCause::ResumeUnsafe { call_id, tool } => {
-                    Waiting::UnsafeCall { call_id: call_id.clone(), tool: tool.clone() }
-                }
-                _ => Waiting::SystemPromptChanged,
-            },
-            _ => Waiting::SystemPromptChanged,
-        })
+        let unfinished = self.store.unfinished_tool_calls(run_id).await?;
+        let checkpoint = self.store.latest_checkpoint(run_id).await?;
+        Ok(waiting_from(checkpoint.as_ref(), &unfinished))
     }
 
     /// Answers the question a waiting run asked and drives it on from its pause, in this

@@ -36,6 +36,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod config;
 mod envelope;
 mod error;
 mod human;
@@ -44,9 +45,10 @@ mod runner;
 mod schema;
 mod store;
 
+pub use config::JournalConfig;
 pub use envelope::{EnvelopeExecutor, FLAG_RESUME_UNSAFE, ResumeSafety};
 pub use error::{JournalError, ResumeHalt};
-pub use human::{Resolution, SKIPPED, Waiting};
+pub use human::{Resolution, SKIPPED, Waiting, waiting_from};
 pub use run_journal::{
     AppendRunJournalEntry, DIGEST_CHARS, GetRunJournal, JournalHandle, JournalState, RunJournal,
     UpdateRunJournal,

@@ -63,6 +63,8 @@ pub struct Runner {
     executor: Arc<dyn ToolExecutor>,
     heartbeat_every: Duration,
     stale_after: Duration,
+    cancel_timeout: Duration,
+    drain_lane: bool,
     pub(crate) events: EventSink,
     streaming: bool,
     summarizer: Option<(Arc<dyn Provider>, Duration)>,
@@ -106,6 +108,8 @@ impl Runner {
             executor: Arc::new(ParallelExecutor),
             heartbeat_every: Duration::from_secs(10),
             stale_after: Duration::from_secs(60),
+            cancel_timeout: Duration::from_secs(180),
+            drain_lane: true,
             events: EventSink::none(),
             streaming: false,
             summarizer: None,
@@ -149,6 +153,61 @@ impl Runner {
     pub fn with_heartbeat(mut self, every: Duration) -> Self {
         self.heartbeat_every = every;
         self
+    }
+
+    /// Heartbeat, staleness and cancel timeout from the config file's `[journal]` section.
+    #[must_use]
+    pub fn with_journal_config(mut self, config: &crate::JournalConfig) -> Self {
+        self.heartbeat_every = config.heartbeat();
+        self.stale_after = config.stale_after();
+        self.cancel_timeout = config.cancel_timeout();
+        self
+    }
+
+    /// Whether [`Runner::start`] also executes the other runs of its lane that become due when
+    /// a run ends (the default, for a worker that owns every run it sees). A process that only
+    /// runs its own submissions (`looprail run`) turns it off: the next run of the lane is then
+    /// started for its owner, who waits for it with [`Runner::wait_and_execute`], and executes
+    /// it with its own provider and tools.
+    #[must_use]
+    pub fn with_lane_draining(mut self, on: bool) -> Self {
+        self.drain_lane = on;
+        self
+    }
+
+    /// Runs the reconciler (F33) with this runner's staleness and cancel timeout and publishes
+    /// `agent_run.reconcile` on the event stream.
+    pub async fn reconcile(&self) -> Result<crate::ReconcileReport, JournalError> {
+        let report = self.store.reconcile(now_ms(), self.stale_after, self.cancel_timeout).await?;
+        self.events.emit(&looprail_loop_core::event::Event::RunReconcile {
+            timed_out: report.timed_out,
+            resumable: report.resumable,
+            cancelled: report.cancelled,
+        });
+        Ok(report)
+    }
+
+    /// Waits until the queued run `run_id` is started on its lane (polling every `poll`), then
+    /// executes it; a run that ended meanwhile (cancelled while queued) is
+    /// [`JournalError::Finished`].
+    pub async fn wait_and_execute(&self, run_id: &str, poll: Duration) -> Result<Outcome, JournalError> {
+        loop {
+            let row =
+                self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+            match row.status {
+                RunStatus::Queued => {
+                    tokio::select! {
+                        () = tokio::time::sleep(poll) => {}
+                        () = self.shutdown.cancelled() => {
+                            self.store.set_status(run_id, RunStatus::Cancelled).await?;
+                            return Err(JournalError::Finished { run_id: run_id.to_owned(), status: RunStatus::Cancelled });
+                        }
+                    }
+                }
+                RunStatus::Running => return self.execute(run_id).await,
+                status => return Err(JournalError::Finished { run_id: run_id.to_owned(), status }),
+            }
+        }
     }
 
     /// How old a heartbeat must be before the run counts as abandoned (60 s by default): a
@@ -231,6 +290,14 @@ impl Runner {
             Submitted::Queued { dispatched: Some(other), .. } => other,
             Submitted::Queued { ahead, dispatched: None } => return Ok(Started::Queued { ahead }),
         };
+        if !self.drain_lane {
+            if first != spec.run_id {
+                // An older queued run became due: its owner waits for it and runs it.
+                return Ok(Started::Queued { ahead: 0 });
+            }
+            let (outcome, _) = self.execute_one(&spec.run_id).await?;
+            return Ok(Started::Ran(outcome));
+        }
         let mut mine = None;
         let mut next = Some(first);
         while let Some(run_id) = next {
@@ -244,6 +311,10 @@ impl Runner {
                 Err(error) if run_id == spec.run_id => return Err(error),
                 Err(error) => {
                     tracing::warn!(name: "agent_run.dispatch_next_failed", %run_id, %error, "a queued run failed to start");
+                    self.events.emit(&looprail_loop_core::event::Event::DispatchNextFailed {
+                        lane: spec.lane.clone(),
+                        cause: format!("run {run_id}: {error}"),
+                    });
                     None
                 }
             };

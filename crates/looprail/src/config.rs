@@ -6,6 +6,7 @@ use std::path::Path;
 use looprail_compaction::AutoCompactionConfig;
 use looprail_guardrails::GuardrailsConfig;
 use looprail_guardrails::replay::ErrorPatterns;
+use looprail_journal::JournalConfig;
 use looprail_loop_core::config::{ConfigError, LoopConfig, deserialize_with_path, parse_json};
 use looprail_providers::ProviderSettings;
 use looprail_retry::RetryConfig;
@@ -34,6 +35,8 @@ pub struct LooprailConfig {
     pub retry: RetryConfig,
     /// Client timeouts, the model fallback chain and the summary model.
     pub provider: ProviderSettings,
+    /// Durable runs: heartbeats, staleness, the cancel timeout, the reconcile interval.
+    pub journal: JournalConfig,
     /// The audit command.
     pub audit: AuditConfig,
 }
@@ -76,6 +79,7 @@ impl LooprailConfig {
         self.compaction.validate().map_err(|e| prefixed("compaction", e))?;
         self.retry.validate().map_err(|e| prefixed("retry", e))?;
         self.provider.validate().map_err(|e| prefixed("provider", e))?;
+        self.journal.validate().map_err(|e| prefixed("journal", e))?;
         Ok(())
     }
 }
@@ -118,5 +122,11 @@ mod tests {
         .unwrap();
         assert_eq!(models.provider.fallback_models, ["b", "c"]);
         assert_eq!(models.provider.summary_model.as_deref(), Some("small"));
+        assert_eq!(
+            LooprailConfig::from_toml_str("[journal]\nheartbeat_secs = 30\n").unwrap_err().key,
+            "journal.stale_after_secs"
+        );
+        let journal = LooprailConfig::from_toml_str("[journal]\ncancel_timeout_secs = 60\n").unwrap();
+        assert_eq!(journal.journal.cancel_timeout_secs, 60);
     }
 }

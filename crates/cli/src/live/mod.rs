@@ -1,19 +1,26 @@
-//! `looprail run`, `runs`, `resume` and `cancel`: a live agent on a real provider, durable in a
-//! SQLite file.
+//! `looprail run`, `runs`, `resume`, `answer`, `resolve` and `cancel`: a live agent on a real
+//! provider, durable in a SQLite file. This module builds the runner from the command line and
+//! the config file; `commands` holds the commands, `show` what they print, `signals` the
+//! shutdown handling.
 
-use std::io::Write;
+mod commands;
+mod show;
+mod signals;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use looprail::LooprailConfig;
 use looprail::compaction::AutoCompaction;
-use looprail::core::event::{Event, EventSink};
-use looprail::core::outcome::{Outcome, StopCause};
 use looprail::core::provider::Provider;
 use looprail::guardrails::default_stack;
-use looprail::journal::{Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started};
+use looprail::journal::{Runner, SqliteStore};
 use looprail::providers::{AnthropicClient, ClientConfig, OpenAiClient};
 use looprail::retry::{FallbackChain, Retry, RetryingExecutor};
+use tokio_util::sync::CancellationToken;
+
+pub use commands::{answer, cancel, list, resolve, resume, run};
+use show::printer;
 
 use looprail_workdir::Workdir;
 
@@ -67,6 +74,10 @@ pub struct ModelArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Run in this lane, one run at a time, after the lane's earlier runs (by default each run
+    /// has a lane of its own). This process waits for its turn and runs the task itself.
+    #[arg(long)]
+    pub lane: Option<String>,
     /// The task.
     pub task: String,
 }
@@ -78,6 +89,38 @@ pub struct ResumeArgs {
     pub model: ModelArgs,
     /// The run.
     pub run_id: String,
+}
+
+/// Arguments of `looprail answer`.
+#[derive(clap::Args)]
+pub struct AnswerArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The run waiting for an answer.
+    pub run_id: String,
+    /// The answer.
+    pub text: String,
+}
+
+/// Arguments of `looprail resolve`.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("verdict").required(true).args(["done", "retry", "skip"])))]
+pub struct ResolveArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The run waiting for a verdict.
+    pub run_id: String,
+    /// The call (as `looprail runs` shows it).
+    pub call_id: String,
+    /// It did take effect; this is what it returned.
+    #[arg(long, value_name = "RESULT")]
+    pub done: Option<String>,
+    /// It did not take effect: run it again.
+    #[arg(long)]
+    pub retry: bool,
+    /// Do not run it; tell the model it was skipped.
+    #[arg(long)]
+    pub skip: bool,
 }
 
 /// The models a run uses: the main one (behind its fallback chain, if any) and the summarizer.
@@ -137,21 +180,10 @@ fn models(args: &ModelArgs, config: &LooprailConfig) -> Result<Models, String> {
     Ok(Models { main, summarizer })
 }
 
-fn printer() -> EventSink {
-    EventSink::new(|event| match event {
-        Event::TextDelta { text } => {
-            let mut out = std::io::stdout();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-        }
-        Event::TurnStarted { turn, cap } => eprintln!("[turn {turn}/{cap}]"),
-        Event::StateChanged { .. } | Event::ModelResponded { .. } => {}
-        other => eprintln!("[{}] {other}", other.name()),
-    })
-}
-
-/// The runner for `args`; `existing` refuses a store file that is not there (resume).
-async fn runner(args: &ModelArgs, existing: bool) -> Result<Runner, String> {
+/// The runner for `args`, stopping at the next safe boundary when `shutdown` fires; `existing`
+/// refuses a store file that is not there (resume, answer, resolve). It reconciles the store
+/// first (runs left behind by dead processes are marked, expired waits cancelled).
+async fn runner(args: &ModelArgs, existing: bool, shutdown: CancellationToken) -> Result<Runner, String> {
     let config = match &args.config {
         Some(path) => LooprailConfig::from_path(path).map_err(|e| format!("{e} (in {})", path.display()))?,
         None => LooprailConfig::default(),
@@ -170,126 +202,14 @@ async fn runner(args: &ModelArgs, existing: bool) -> Result<Runner, String> {
         .with_policy(move || Box::new(AutoCompaction::new(compaction.clone())))
         .with_executor(Arc::new(RetryingExecutor::new(config.retry.tool.clone())))
         .with_events(printer())
-        .with_streaming(!args.no_stream);
-    Ok(match models.summarizer {
+        .with_streaming(!args.no_stream)
+        .with_journal_config(&config.journal)
+        .with_lane_draining(false)
+        .with_shutdown(shutdown);
+    let runner = match models.summarizer {
         Some(summarizer) => runner.with_summarizer(summarizer, config.provider.summary_timeout()),
         None => runner,
-    })
-}
-
-/// Prints the outcome and returns its exit code.
-fn show(outcome: &Outcome, streamed: bool) -> u8 {
-    if !streamed || outcome.fallback.is_some() {
-        println!("{}", outcome.final_text);
-    } else {
-        println!();
-    }
-    match &outcome.stop {
-        StopCause::HandedToHuman { question } => {
-            println!("The run waits for your answer: {}", one_line(question));
-        }
-        StopCause::ResumeUnsafe { call_id, tool } => println!(
-            "The run waits for a human: call {call_id} of `{tool}` started before a crash and may or may not have taken effect."
-        ),
-        StopCause::ProviderFailed { message } => {
-            eprintln!("error: the provider failed: {}", one_line(message))
-        }
-        _ => {}
-    }
-    let estimated = match outcome.usage.estimated_tokens {
-        0 => String::new(),
-        n => format!(" ({n} estimated: the provider reported no usage)"),
     };
-    eprintln!(
-        "[{:?}] {} turns, {} tool calls, {} tokens{estimated}, cost {:.4}",
-        outcome.state,
-        outcome.turns,
-        outcome.tool_calls,
-        outcome.usage.total(),
-        outcome.cost
-    );
-    crate::exit::for_outcome(outcome)
-}
-
-/// `text` on one line: whitespace runs (CRLFs included) folded, cut at 300 characters.
-fn one_line(text: &str) -> String {
-    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match folded.char_indices().nth(300) {
-        Some((cut, _)) => format!("{}…", &folded[..cut]),
-        None => folded,
-    }
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-/// `looprail run`: the exit code of the outcome (see `crate::exit`).
-pub fn run(args: RunArgs) -> Result<u8, String> {
-    runtime()?.block_on(async {
-        let runner = runner(&args.model, false).await?;
-        let run_id = format!("run-{}", uuid::Uuid::now_v7());
-        eprintln!("[run {run_id}]");
-        Ok(
-            match runner.start(&RunSpec::new(&run_id, "cli", &args.task)).await.map_err(|e| e.to_string())? {
-                Started::Ran(outcome) => show(&outcome, !args.model.no_stream),
-                Started::Queued { ahead } => {
-                    eprintln!("queued behind {ahead} run(s)");
-                    crate::exit::COMPLETED
-                }
-            },
-        )
-    })
-}
-
-/// `looprail resume`: the exit code of the outcome.
-pub fn resume(args: ResumeArgs) -> Result<u8, String> {
-    runtime()?.block_on(async {
-        let runner = runner(&args.model, true).await?;
-        match runner.resume(&args.run_id).await.map_err(|e| e.to_string())? {
-            Resumed::Ran(outcome) => Ok(show(&outcome, !args.model.no_stream)),
-            Resumed::Halted(halt) => Err(format!("the run was not resumed ({halt:?}); it waits for a human")),
-        }
-    })
-}
-
-/// `looprail runs`.
-pub fn list(store: &std::path::Path) -> Result<(), String> {
-    runtime()?.block_on(async {
-        let store = SqliteStore::open_existing(store).await.map_err(|e| e.to_string())?;
-        let runs = store.runs().await.map_err(|e| e.to_string())?;
-        println!("{:<40} {:<18} {:<10} task", "run", "status", "resumable");
-        for run in runs {
-            let task: String = run.input.chars().take(60).collect();
-            println!(
-                "{:<40} {:<18} {:<10} {task}",
-                run.run_id,
-                run.status.as_str(),
-                if run.resume_available { "yes" } else { "" }
-            );
-        }
-        Ok(())
-    })
-}
-
-/// `looprail cancel`.
-pub fn cancel(store: &std::path::Path, run_id: &str) -> Result<(), String> {
-    runtime()?.block_on(async {
-        let store = SqliteStore::open_existing(store).await.map_err(|e| e.to_string())?;
-        store.request_cancel(run_id, looprail::journal::now_ms()).await.map_err(|e| e.to_string())?;
-        let status = store.run(run_id).await.map_err(|e| e.to_string())?.map(|r| r.status);
-        if status == Some(RunStatus::WaitingOnHuman) {
-            // No process drives a run that waits on a human: nothing else would ever observe
-            // the request, so the run is cancelled now.
-            store.set_status(run_id, RunStatus::Cancelled).await.map_err(|e| e.to_string())?;
-            eprintln!("cancelled (the run was waiting on a human)");
-        } else {
-            eprintln!("cancel recorded; the run stops at its next safe boundary");
-        }
-        Ok(())
-    })
+    runner.reconcile().await.map_err(|e| e.to_string())?;
+    Ok(runner)
 }
