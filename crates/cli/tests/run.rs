@@ -3,43 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Output;
 
+use common::{json_call, json_text, looprail, looprail_keyed, openai_args, temp_dir};
 use looprail_providers::fake::{FakeServer, Reply};
-
-fn temp_dir(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("looprail-cli-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(dir.join("work")).unwrap();
-    std::fs::write(dir.join("work/notes.txt"), "the meeting moved to Thursday").unwrap();
-    std::fs::write(dir.join("secret.txt"), "do not leak").unwrap();
-    dir
-}
-
-/// `looprail` with an Anthropic key set and the OpenAI key unset.
-async fn looprail(args: Vec<String>) -> Output {
-    looprail_with_openai_key(args, None).await
-}
-
-/// `looprail` with an OpenAI key set too (the fake server accepts any).
-async fn looprail_keyed(args: Vec<String>) -> Output {
-    looprail_with_openai_key(args, Some("sk-test")).await
-}
-
-async fn looprail_with_openai_key(args: Vec<String>, openai_key: Option<&'static str>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_looprail"));
-        command.args(&args).env("ANTHROPIC_API_KEY", "sk-ant-test");
-        match openai_key {
-            Some(key) => command.env("OPENAI_API_KEY", key),
-            None => command.env_remove("OPENAI_API_KEY"),
-        };
-        command.output().unwrap()
-    })
-    .await
-    .unwrap()
-}
 
 fn sse_text(text: &str) -> Reply {
     let chunk =
@@ -164,34 +133,6 @@ async fn errors_are_one_line_with_what_to_do() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("guardrails.windw"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
-}
-
-fn openai_args(server: &FakeServer, dir: &std::path::Path, extra: &[String], task: &str) -> Vec<String> {
-    let mut args: Vec<String> = vec![
-        "run".into(),
-        "--provider".into(),
-        "openai".into(),
-        "--model".into(),
-        "gpt-4o-mini".into(),
-        "--base-url".into(),
-        format!("{}/v1", server.url),
-        "--no-stream".into(),
-        "--store".into(),
-        dir.join("runs.db").display().to_string(),
-        "--workdir".into(),
-        dir.join("work").display().to_string(),
-    ];
-    args.extend_from_slice(extra);
-    args.push(task.into());
-    args
-}
-
-fn json_call(id: &str, name: &str, args: &str) -> Reply {
-    Reply::json(200, &serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).to_string())
-}
-
-fn json_text(text: &str) -> Reply {
-    Reply::json(200, &serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}).to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,173 @@
+//! Durable runs through the binary (issue 15): a signal leaves a run interrupted and
+//! resumable, a question is answered by `looprail answer`, finished runs are never resumed,
+//! and two runs sharing a lane each run with their own model and server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{json_call, json_text, looprail_keyed, openai_args, temp_dir};
+use looprail_providers::fake::{FakeServer, Reply};
+
+/// `looprail <command> --provider openai ... <tail>` against `server`, sharing `dir`'s store.
+fn command_args(command: &str, server: &FakeServer, dir: &std::path::Path, tail: &[&str]) -> Vec<String> {
+    let mut args = openai_args(server, dir, &[], "");
+    args[0] = command.to_owned();
+    args.pop(); // the task
+    args.extend(tail.iter().map(|t| (*t).to_owned()));
+    args
+}
+
+fn run_id(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("[run ").map(|r| r.trim_end_matches(']').to_owned()))
+        .unwrap_or_else(|| panic!("no run id in: {stderr}"))
+}
+
+fn runs_table(dir: &std::path::Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["runs", "--store", &dir.join("runs.db").display().to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+async fn wait_for_requests(server: &FakeServer, n: usize) {
+    for _ in 0..400 {
+        if server.requests().len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the server saw {} requests, not {n}", server.requests().len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_stops_the_run_at_a_boundary_and_resume_finishes_it() {
+    for signal in ["-TERM", "-INT"] {
+        let dir = temp_dir("signal");
+        // The second model call never answers: the signal arrives while it is in flight.
+        let server =
+            FakeServer::start(vec![json_call("c1", "read_file", r#"{"path": "notes.txt"}"#), Reply::Silent])
+                .await;
+        let child = Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(openai_args(&server, &dir, &[], "When is the meeting?"))
+            .env("OPENAI_API_KEY", "sk-test")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_requests(&server, 2).await;
+        let status = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{signal}: {stderr}");
+        assert!(stderr.contains("interrupted at a safe boundary"), "{stderr}");
+        let id = run_id(&out);
+        let table = runs_table(&dir);
+        let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
+        assert!(row.contains("interrupted") && row.contains("yes"), "{row}");
+
+        // Another process resumes it from its checkpoint: the read is not asked for again.
+        let server = FakeServer::start(vec![json_text("It moved to Thursday.")]).await;
+        let out = looprail_keyed(command_args("resume", &server, &dir, &[&id])).await;
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Thursday"));
+        assert_eq!(server.requests().len(), 1);
+        let sent = server.requests()[0].body.to_string();
+        assert!(sent.contains("the meeting moved to Thursday"), "the tool result from before the signal");
+
+        // Finished now: a second resume is refused and calls no model.
+        let server = FakeServer::start(vec![json_text("again")]).await;
+        let out = looprail_keyed(command_args("resume", &server, &dir, &[&id])).await;
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("is completed"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(server.requests().is_empty());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_run_is_answered_and_finishes() {
+    let dir = temp_dir("answer");
+    let server =
+        FakeServer::start(vec![json_call("c1", "ask_human", r#"{"question": "Which quarter?"}"#)]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "Summarise the report")).await;
+    assert_eq!(out.status.code(), Some(4));
+    let id = run_id(&out);
+    assert!(runs_table(&dir).contains("question: Which quarter?"), "{}", runs_table(&dir));
+
+    // Resume is not the way on; answer is.
+    let server = FakeServer::start(vec![json_text("The Q3 report: sales rose.")]).await;
+    let out = looprail_keyed(command_args("resume", &server, &dir, &[&id])).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("waits on a human"));
+    let out = looprail_keyed(command_args("answer", &server, &dir, &[&id, "Q3"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("The Q3 report"));
+    let sent = server.requests()[0].body.clone();
+    let tool_answer = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["role"] == "tool" && m["content"] == "Q3" && m["tool_call_id"] == "c1");
+    assert!(tool_answer, "the answer went back as the ask_human result: {sent}");
+    // Answered once only.
+    let out = looprail_keyed(command_args("answer", &server, &dir, &[&id, "Q4"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not waiting on a human"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_sharing_a_lane_each_run_with_their_own_model_and_server() {
+    let dir = temp_dir("lanes");
+    // The first run streams slowly, holding the lane.
+    let chunk = |text: &str| {
+        let body =
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+        format!("data: {body}\n\n")
+    };
+    let slow = Reply::Sse {
+        chunks: vec![chunk("first "), chunk("answer"), "data: [DONE]\n\n".to_owned()],
+        pause: Duration::from_millis(700),
+        break_at_end: false,
+    };
+    let server_a = FakeServer::start(vec![slow]).await;
+    let server_b = FakeServer::start(vec![json_text("second answer")]).await;
+    let lane = ["--lane".to_owned(), "shared".to_owned()];
+    let mut args_a = openai_args(&server_a, &dir, &lane, "first task");
+    args_a.retain(|a| a != "--no-stream");
+    let first = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(args_a)
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_requests(&server_a, 1).await;
+    let mut args_b = openai_args(&server_b, &dir, &lane, "second task");
+    args_b[4] = "model-b".into(); // --model
+    let second = looprail_keyed(args_b).await;
+    let first = tokio::task::spawn_blocking(move || first.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    assert_eq!(second.status.code(), Some(0), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("queued in lane `shared`"));
+    assert!(String::from_utf8_lossy(&second.stdout).contains("second answer"));
+    // Each task went to its own server and model, once.
+    assert_eq!(server_a.requests().len(), 1);
+    assert_eq!(server_b.requests().len(), 1);
+    assert_eq!(server_b.requests()[0].body["model"], "model-b");
+    assert!(server_b.requests()[0].body.to_string().contains("second task"));
+    let _ = std::fs::remove_dir_all(dir);
+}
