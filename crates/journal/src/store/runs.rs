@@ -1,0 +1,253 @@
+//! Runs and lanes (F31): submission, claiming, status, heartbeats, cancel requests, the
+//! reconciler (F33).
+
+use std::time::Duration;
+
+use sqlx::Row;
+
+use super::*;
+
+impl SqliteStore {
+    // ---- runs and lanes (F31) ----
+
+    /// Records a run; starts it when its lane is free, queues it otherwise.
+    pub async fn submit(&self, spec: &RunSpec) -> Result<Submitted, JournalError> {
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO runs (run_id, lane, parent_run_id, depth, input, status, seq, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, 'queued', (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?)",
+        )
+        .bind(&spec.run_id)
+        .bind(&spec.lane)
+        .bind(&spec.parent_run_id)
+        .bind(i64::from(spec.depth))
+        .bind(&spec.input)
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(self.db())?;
+        let dispatched = match self.claim_next(&spec.lane).await? {
+            Some(claimed) if claimed == spec.run_id => return Ok(Submitted::Started),
+            other => other,
+        };
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n FROM runs WHERE lane = ? AND status = 'queued' AND seq < (SELECT seq FROM runs WHERE run_id = ?)",
+        )
+        .bind(&spec.lane)
+        .bind(&spec.run_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(self.db())?;
+        Ok(Submitted::Queued {
+            ahead: row.try_get("n").map_err(|e| JournalError::corrupt("runs", e))?,
+            dispatched,
+        })
+    }
+
+    /// Starts the oldest queued run of `lane` if no run holds it; returns its id. One statement,
+    /// so two workers can never both start a run in one lane.
+    pub async fn claim_next(&self, lane: &str) -> Result<Option<String>, JournalError> {
+        let now = now_ms();
+        let row = sqlx::query(
+            "UPDATE runs SET status = 'running', updated_at = ?, heartbeat_at = ?
+             WHERE run_id = (SELECT run_id FROM runs WHERE lane = ? AND status = 'queued' ORDER BY seq LIMIT 1)
+               AND NOT EXISTS (SELECT 1 FROM runs WHERE lane = ? AND status IN ('running', 'waiting_on_human'))
+             RETURNING run_id",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(lane)
+        .bind(lane)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(self.db())?;
+        row.map(|r| r.try_get::<String, _>("run_id").map_err(|e| JournalError::corrupt("runs", e)))
+            .transpose()
+    }
+
+    /// Sets a run's status.
+    pub async fn set_status(&self, run_id: &str, status: RunStatus) -> Result<(), JournalError> {
+        // An interrupted run is offered for resume; a run that runs again, or ended, is not.
+        let resumable = match status {
+            RunStatus::Interrupted => Some(1_i64),
+            RunStatus::Queued | RunStatus::WaitingOnHuman | RunStatus::TimedOut => None,
+            _ => Some(0),
+        };
+        let done = sqlx::query(
+            "UPDATE runs SET status = ?, resume_available = COALESCE(?, resume_available), updated_at = ?
+             WHERE run_id = ?",
+        )
+        .bind(status.as_str())
+        .bind(resumable)
+        .bind(now_ms())
+        .bind(run_id)
+        .execute(&self.pool)
+        .await
+        .map_err(self.db())?;
+        touched(&done, || run_id.to_owned())
+    }
+
+    /// Moves a run to `running` only if its status is one of `from`; `false` when it was not
+    /// (another process got there first). The one way a run is taken over, so two resumers or
+    /// two answers never drive the same run.
+    pub async fn claim(&self, run_id: &str, from: &[RunStatus]) -> Result<bool, JournalError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(self.db())?;
+        let row = sqlx::query("SELECT status FROM runs WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(self.db())?
+            .ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+        let status: String = row.try_get("status").map_err(|e| JournalError::corrupt("runs", e))?;
+        if !from.iter().any(|s| s.as_str() == status) {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE runs SET status = 'running', resume_available = 0, heartbeat_at = ?, updated_at = ?
+             WHERE run_id = ?",
+        )
+        .bind(now_ms())
+        .bind(now_ms())
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(self.db())?;
+        tx.commit().await.map_err(self.db())?;
+        Ok(true)
+    }
+
+    /// Records a run's end and starts the next queued run of its lane (returned). A failure
+    /// to start it is logged as `agent_run.dispatch_next_failed` and left to the next submission
+    /// or reconcile.
+    pub async fn finish(&self, run_id: &str, status: RunStatus) -> Result<Option<String>, JournalError> {
+        self.set_status(run_id, status).await?;
+        let Some(run) = self.run(run_id).await? else { return Ok(None) };
+        match self.claim_next(&run.lane).await {
+            Ok(next) => Ok(next),
+            Err(error) => {
+                tracing::warn!(name: "agent_run.dispatch_next_failed", lane = %run.lane, %error, "could not start the next run");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Records a heartbeat.
+    pub async fn heartbeat(&self, run_id: &str, at_ms: i64) -> Result<(), JournalError> {
+        sqlx::query("UPDATE runs SET heartbeat_at = ? WHERE run_id = ?")
+            .bind(at_ms)
+            .bind(run_id)
+            .execute(&self.pool)
+            .await
+            .map_err(self.db())?;
+        Ok(())
+    }
+
+    /// Records a cancel request (F7); the running loop sees it at its next boundary.
+    pub async fn request_cancel(&self, run_id: &str, at_ms: i64) -> Result<(), JournalError> {
+        let done = sqlx::query(
+            "UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE run_id = ?",
+        )
+        .bind(at_ms)
+        .bind(run_id)
+        .execute(&self.pool)
+        .await
+        .map_err(self.db())?;
+        touched(&done, || run_id.to_owned())
+    }
+
+    /// True once cancellation was requested.
+    pub async fn cancel_requested(&self, run_id: &str) -> Result<bool, JournalError> {
+        Ok(self.run(run_id).await?.is_some_and(|r| r.cancel_requested_at.is_some()))
+    }
+
+    fn run_row(row: &sqlx::sqlite::SqliteRow) -> Result<RunRow, JournalError> {
+        let get = |e: sqlx::Error| JournalError::corrupt("runs", e);
+        let status: String = row.try_get("status").map_err(get)?;
+        Ok(RunRow {
+            run_id: row.try_get("run_id").map_err(get)?,
+            lane: row.try_get("lane").map_err(get)?,
+            parent_run_id: row.try_get("parent_run_id").map_err(get)?,
+            depth: row.try_get("depth").map_err(get)?,
+            input: row.try_get("input").map_err(get)?,
+            status: RunStatus::parse(&status)
+                .ok_or_else(|| JournalError::corrupt("runs.status", format!("unknown status `{status}`")))?,
+            seq: row.try_get("seq").map_err(get)?,
+            heartbeat_at: row.try_get("heartbeat_at").map_err(get)?,
+            cancel_requested_at: row.try_get("cancel_requested_at").map_err(get)?,
+            resume_available: row.try_get::<i64, _>("resume_available").map_err(get)? != 0,
+        })
+    }
+
+    /// One run.
+    pub async fn run(&self, run_id: &str) -> Result<Option<RunRow>, JournalError> {
+        let row = sqlx::query("SELECT * FROM runs WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.db())?;
+        row.as_ref().map(Self::run_row).transpose()
+    }
+
+    /// Every run, in submission order.
+    pub async fn runs(&self) -> Result<Vec<RunRow>, JournalError> {
+        let rows =
+            sqlx::query("SELECT * FROM runs ORDER BY seq").fetch_all(&self.pool).await.map_err(self.db())?;
+        rows.iter().map(Self::run_row).collect()
+    }
+
+    /// The reconciler (F33), run periodically and at worker start: running runs whose
+    /// heartbeat is older than `stale_after` become `timed_out` (flagged resumable when their
+    /// latest checkpoint allows it); runs waiting on a human whose cancel request is older than
+    /// `cancel_timeout` become `cancelled`; free lanes with queued runs start their next run.
+    pub async fn reconcile(
+        &self,
+        now: i64,
+        stale_after: Duration,
+        cancel_timeout: Duration,
+    ) -> Result<ReconcileReport, JournalError> {
+        let mut report = ReconcileReport::default();
+        let stale_before = now - stale_after.as_millis() as i64;
+        let stale =
+            sqlx::query("SELECT run_id FROM runs WHERE status = 'running' AND COALESCE(heartbeat_at, 0) < ?")
+                .bind(stale_before)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(self.db())?;
+        for row in stale {
+            let run_id: String = row.try_get("run_id").map_err(|e| JournalError::corrupt("runs", e))?;
+            let resumable = self.latest_kind(&run_id).await?.is_some_and(CheckpointKind::allows_resume);
+            sqlx::query(
+                "UPDATE runs SET status = 'timed_out', resume_available = ?, updated_at = ? WHERE run_id = ?",
+            )
+            .bind(i64::from(resumable))
+            .bind(now)
+            .bind(&run_id)
+            .execute(&self.pool)
+            .await
+            .map_err(self.db())?;
+            report.timed_out += 1;
+            report.resumable += u64::from(resumable);
+        }
+        let expired = sqlx::query(
+            "UPDATE runs SET status = 'cancelled', updated_at = ?
+             WHERE status = 'waiting_on_human' AND cancel_requested_at IS NOT NULL AND cancel_requested_at < ?",
+        )
+        .bind(now)
+        .bind(now - cancel_timeout.as_millis() as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(self.db())?;
+        report.cancelled = expired.rows_affected();
+        let lanes = sqlx::query("SELECT DISTINCT lane FROM runs WHERE status = 'queued'")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(self.db())?;
+        for lane in lanes {
+            let lane: String = lane.try_get("lane").map_err(|e| JournalError::corrupt("runs", e))?;
+            report.dispatched += u64::from(self.claim_next(&lane).await?.is_some());
+        }
+        tracing::info!(name: "agent_run.reconcile", timed_out = report.timed_out, resumable = report.resumable, cancelled = report.cancelled, "reconciled");
+        Ok(report)
+    }
+}
