@@ -187,26 +187,40 @@ impl Runner {
         Ok(report)
     }
 
-    /// Waits until the queued run `run_id` is started on its lane (polling every `poll`), then
-    /// executes it; a run that ended meanwhile (cancelled while queued) is
-    /// [`JournalError::Finished`].
+    /// Waits until the queued run `run_id` is due on its lane (polling every `poll`), claims it
+    /// and executes it. A run another process took meanwhile (a worker executing it from its
+    /// recipe) is awaited instead, and a run that ended is [`JournalError::Finished`]. A
+    /// shutdown while waiting cancels the queued run.
     pub async fn wait_and_execute(&self, run_id: &str, poll: Duration) -> Result<Outcome, JournalError> {
         loop {
+            if self.store.claim_run(run_id).await? {
+                return self.execute(run_id).await;
+            }
             let row =
                 self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
             match row.status {
-                RunStatus::Queued => {
+                RunStatus::Queued | RunStatus::Running => {
                     tokio::select! {
                         () = tokio::time::sleep(poll) => {}
                         () = self.shutdown.cancelled() => {
-                            self.store.set_status(run_id, RunStatus::Cancelled).await?;
+                            if row.status == RunStatus::Queued {
+                                self.store.set_status(run_id, RunStatus::Cancelled).await?;
+                            }
                             return Err(JournalError::Finished { run_id: run_id.to_owned(), status: RunStatus::Cancelled });
                         }
                     }
                 }
-                RunStatus::Running => return self.execute(run_id).await,
-                status => return Err(JournalError::Finished { run_id: run_id.to_owned(), status }),
+                status => return self.stored_outcome(run_id, status).await,
             }
+        }
+    }
+
+    /// The outcome a finished (or paused) run recorded in its last checkpoint.
+    pub async fn stored_outcome(&self, run_id: &str, status: RunStatus) -> Result<Outcome, JournalError> {
+        let checkpoint = self.store.latest_checkpoint(run_id).await?;
+        match checkpoint.map(|c| c.header.core.phase) {
+            Some(looprail_loop_core::engine::Phase::Finished { outcome }) => Ok(outcome),
+            _ => Err(JournalError::Finished { run_id: run_id.to_owned(), status }),
         }
     }
 
@@ -285,6 +299,15 @@ impl Runner {
     /// submission started an older queued run instead (its worker had finished in between), this
     /// worker runs that chain, which reaches this run in its turn.
     pub async fn start(&self, spec: &RunSpec) -> Result<Started, JournalError> {
+        // A child too deep is refused before it is stored, so it never holds a lane.
+        let max = self.config.limits.max_delegation_depth;
+        if spec.depth > max {
+            return Err(looprail_loop_core::engine::EngineError::DelegationTooDeep {
+                depth: spec.depth,
+                max,
+            }
+            .into());
+        }
         let first = match self.store.submit(spec).await? {
             Submitted::Started => spec.run_id.clone(),
             Submitted::Queued { dispatched: Some(other), .. } => other,
@@ -500,7 +523,8 @@ impl Runner {
             }
             status => status,
         };
-        let next = if status.holds_lane() {
+        let next = if status.holds_lane() || !self.drain_lane {
+            // Without draining, the lane's next run is claimed by whoever owns it.
             self.store.set_status(run_id, status).await?;
             None
         } else {

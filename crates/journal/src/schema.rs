@@ -55,6 +55,8 @@ const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL,
         updated_at INTEGER NOT NULL
      );",
+    // 2: what executes a run, stored by its submitter (JSON).
+    "ALTER TABLE runs ADD COLUMN recipe TEXT;",
 ];
 
 /// The newest schema version this build knows.

@@ -294,15 +294,18 @@ async fn child_runs_get_their_own_lane_and_depth_is_capped() {
         input: "sub".into(),
         parent_run_id: Some("parent".into()),
         depth: 4,
+        recipe: None,
     };
     let err = runner.start(&child).await.unwrap_err();
     assert!(err.to_string().contains("delegation depth 4 exceeds the maximum of 3"), "{err}");
+    assert!(store.run("child").await.unwrap().is_none(), "a refused child never claims a lane");
     let ok = RunSpec {
         run_id: "child2".into(),
         lane: "conversation:child-2".into(),
         input: "sub".into(),
         parent_run_id: Some("parent".into()),
         depth: 1,
+        recipe: None,
     };
     assert!(matches!(runner.start(&ok).await.unwrap(), Started::Ran(_)));
     assert_eq!(store.run("child2").await.unwrap().unwrap().parent_run_id.as_deref(), Some("parent"));

@@ -120,6 +120,8 @@ pub struct RunRow {
     pub cancel_requested_at: Option<i64>,
     /// True when the reconciler found it resumable.
     pub resume_available: bool,
+    /// What executes it, as its submitter stored it (see [`RunSpec::recipe`]).
+    pub recipe: Option<serde_json::Value>,
 }
 
 /// A new run for [`SqliteStore::submit`].
@@ -135,9 +137,20 @@ pub struct RunSpec {
     pub parent_run_id: Option<String>,
     /// Delegation depth.
     pub depth: u32,
+    /// Everything another process needs to execute the run as submitted (provider, model,
+    /// base URL, tools, work directory, config), as the submitter defines it; never secrets.
+    /// Opaque to the store.
+    pub recipe: Option<serde_json::Value>,
 }
 
 impl RunSpec {
+    /// The same run with the recipe its executor needs.
+    #[must_use]
+    pub fn with_recipe(mut self, recipe: serde_json::Value) -> Self {
+        self.recipe = Some(recipe);
+        self
+    }
+
     /// A top-level run in the lane of `conversation`.
     pub fn new(run_id: impl Into<String>, conversation: &str, input: impl Into<String>) -> Self {
         Self {
@@ -146,6 +159,7 @@ impl RunSpec {
             input: input.into(),
             parent_run_id: None,
             depth: 0,
+            recipe: None,
         }
     }
 }
@@ -185,8 +199,8 @@ pub struct ReconcileReport {
     pub resumable: u64,
     /// Runs waiting on a human whose cancel request expired, now `cancelled`.
     pub cancelled: u64,
-    /// Queued runs started because their lane was free.
-    pub dispatched: u64,
+    /// Lanes whose next queued run is due (no run holds the lane); a worker starts them.
+    pub due: u64,
 }
 
 /// The SQLite run store.

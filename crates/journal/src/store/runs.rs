@@ -10,12 +10,19 @@ use super::*;
 impl SqliteStore {
     // ---- runs and lanes (F31) ----
 
-    /// Records a run; starts it when its lane is free, queues it otherwise.
-    pub async fn submit(&self, spec: &RunSpec) -> Result<Submitted, JournalError> {
+    /// Records a run as queued, without starting it: a worker (or the submitter, with
+    /// [`SqliteStore::claim_run`]) starts it when its lane is free.
+    pub async fn enqueue(&self, spec: &RunSpec) -> Result<(), JournalError> {
         let now = now_ms();
+        let recipe = spec
+            .recipe
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| JournalError::corrupt("run recipe", e))?;
         sqlx::query(
-            "INSERT INTO runs (run_id, lane, parent_run_id, depth, input, status, seq, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, 'queued', (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?)",
+            "INSERT INTO runs (run_id, lane, parent_run_id, depth, input, status, seq, created_at, updated_at, recipe)
+             VALUES (?, ?, ?, ?, ?, 'queued', (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs), ?, ?, ?)",
         )
         .bind(&spec.run_id)
         .bind(&spec.lane)
@@ -24,9 +31,16 @@ impl SqliteStore {
         .bind(&spec.input)
         .bind(now)
         .bind(now)
+        .bind(recipe)
         .execute(&self.pool)
         .await
         .map_err(self.db())?;
+        Ok(())
+    }
+
+    /// Records a run; starts it when its lane is free, queues it otherwise.
+    pub async fn submit(&self, spec: &RunSpec) -> Result<Submitted, JournalError> {
+        self.enqueue(spec).await?;
         let dispatched = match self.claim_next(&spec.lane).await? {
             Some(claimed) if claimed == spec.run_id => return Ok(Submitted::Started),
             other => other,
@@ -43,6 +57,39 @@ impl SqliteStore {
             ahead: row.try_get("n").map_err(|e| JournalError::corrupt("runs", e))?,
             dispatched,
         })
+    }
+
+    /// Starts the queued run `run_id` if it is due: the oldest queued run of its lane, with no
+    /// run holding the lane. `false` when it is not (yet). One statement, like
+    /// [`SqliteStore::claim_next`].
+    pub async fn claim_run(&self, run_id: &str) -> Result<bool, JournalError> {
+        let now = now_ms();
+        let done = sqlx::query(
+            "UPDATE runs SET status = 'running', updated_at = ?, heartbeat_at = ?
+             WHERE run_id = ? AND status = 'queued'
+               AND run_id = (SELECT q.run_id FROM runs q WHERE q.lane = runs.lane AND q.status = 'queued' ORDER BY q.seq LIMIT 1)
+               AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.lane = runs.lane AND a.status IN ('running', 'waiting_on_human'))",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(run_id)
+        .execute(&self.pool)
+        .await
+        .map_err(self.db())?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Lanes with queued runs and no run holding them: the work a worker can start now.
+    pub async fn due_lanes(&self) -> Result<Vec<String>, JournalError> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT q.lane FROM runs q WHERE q.status = 'queued'
+               AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.lane = q.lane AND a.status IN ('running', 'waiting_on_human'))
+             ORDER BY q.lane",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.db())?;
+        rows.iter().map(|r| r.try_get("lane").map_err(|e| JournalError::corrupt("runs", e))).collect()
     }
 
     /// Starts the oldest queued run of `lane` if no run holds it; returns its id. One statement,
@@ -176,6 +223,11 @@ impl SqliteStore {
             heartbeat_at: row.try_get("heartbeat_at").map_err(get)?,
             cancel_requested_at: row.try_get("cancel_requested_at").map_err(get)?,
             resume_available: row.try_get::<i64, _>("resume_available").map_err(get)? != 0,
+            recipe: row
+                .try_get::<Option<String>, _>("recipe")
+                .map_err(get)?
+                .map(|text| serde_json::from_str(&text).map_err(|e| JournalError::corrupt("runs.recipe", e)))
+                .transpose()?,
         })
     }
 
@@ -239,15 +291,10 @@ impl SqliteStore {
         .await
         .map_err(self.db())?;
         report.cancelled = expired.rows_affected();
-        let lanes = sqlx::query("SELECT DISTINCT lane FROM runs WHERE status = 'queued'")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(self.db())?;
-        for lane in lanes {
-            let lane: String = lane.try_get("lane").map_err(|e| JournalError::corrupt("runs", e))?;
-            report.dispatched += u64::from(self.claim_next(&lane).await?.is_some());
-        }
-        tracing::info!(name: "agent_run.reconcile", timed_out = report.timed_out, resumable = report.resumable, cancelled = report.cancelled, "reconciled");
+        // Due runs are counted, not started: starting one here would leave it `running` with
+        // no process executing it. A worker (or the waiting submitter) claims it.
+        report.due = self.due_lanes().await?.len() as u64;
+        tracing::info!(name: "agent_run.reconcile", timed_out = report.timed_out, resumable = report.resumable, cancelled = report.cancelled, due = report.due, "reconciled");
         Ok(report)
     }
 }
