@@ -4,7 +4,8 @@
 //!   (no API key, no server); exits 0 only if every scenario behaved as expected.
 //! - `looprail audit [--config FILE] [--preset NAME] [--json] PATH...`: replays recorded runs offline through the
 //!   guard and context stack and reports where it would have intervened.
-//! - `looprail run`, `runs`, `resume`, `answer`, `resolve`, `cancel`: a live agent on a real
+//! - `looprail run`, `submit`, `worker`, `wait`, `runs`, `resume`, `answer`, `resolve`,
+//!   `cancel`: a live agent on a real
 //!   provider, durable in a SQLite file; SIGINT/SIGTERM stop a run at its next safe boundary,
 //!   resumable.
 //!
@@ -56,6 +57,12 @@ enum Command {
     },
     /// Run an agent on a task with file tools confined to a work directory.
     Run(live::RunArgs),
+    /// Store a run, queued, for a worker to execute; prints its id.
+    Submit(live::RunArgs),
+    /// Execute queued runs from their stored recipes until stopped (SIGTERM/SIGINT).
+    Worker(live::WorkerArgs),
+    /// Wait until a run ends or pauses; print its reply and exit with its code.
+    Wait(live::WaitArgs),
     /// List the runs stored in a database.
     Runs {
         /// The SQLite file.
@@ -137,6 +144,9 @@ fn main() -> ExitCode {
             })
         }
         Command::Run(args) => return finish(live::run(args)),
+        Command::Submit(args) => return finish(live::submit(args)),
+        Command::Worker(args) => return finish(live::worker(args)),
+        Command::Wait(args) => return finish(live::wait(args)),
         Command::Runs { store } => live::list(&store),
         Command::Resume(args) => return finish(live::resume(args)),
         Command::Answer(args) => return finish(live::answer(args)),

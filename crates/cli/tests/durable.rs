@@ -112,10 +112,21 @@ async fn a_waiting_run_is_answered_and_finishes() {
     let out = looprail_keyed(command_args("resume", &server, &dir, &[&id])).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("waits on a human"));
-    let out = looprail_keyed(command_args("answer", &server, &dir, &[&id, "Q3"])).await;
+    // Only what changed is given: provider, model and work directory come from the stored recipe.
+    let out = looprail_keyed(vec![
+        "answer".into(),
+        "--base-url".into(),
+        format!("{}/v1", server.url),
+        "--store".into(),
+        dir.join("runs.db").display().to_string(),
+        id.clone(),
+        "Q3".into(),
+    ])
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("The Q3 report"));
     let sent = server.requests()[0].body.clone();
+    assert_eq!(sent["model"], "gpt-4o-mini", "the stored model");
     let tool_answer = sent["messages"]
         .as_array()
         .unwrap()
@@ -169,5 +180,71 @@ async fn two_runs_sharing_a_lane_each_run_with_their_own_model_and_server() {
     assert_eq!(server_b.requests().len(), 1);
     assert_eq!(server_b.requests()[0].body["model"], "model-b");
     assert!(server_b.requests()[0].body.to_string().contains("second task"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submitted_runs_are_executed_by_a_worker_from_their_own_recipes() {
+    let dir = temp_dir("worker");
+    let server_a = FakeServer::start(vec![json_text("answer from A")]).await;
+    let server_b = FakeServer::start(vec![
+        json_call("c1", "read_file", r#"{"path": "notes.txt"}"#),
+        json_text("answer from B"),
+    ])
+    .await;
+    let mut ids = Vec::new();
+    for (server, model, task) in [(&server_a, "model-a", "task A"), (&server_b, "model-b", "task B")] {
+        let mut args = openai_args(server, &dir, &[], task);
+        args[0] = "submit".into();
+        args[4] = model.into();
+        let out = looprail_keyed(args).await;
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        ids.push(String::from_utf8_lossy(&out.stdout).trim().to_owned());
+    }
+    assert!(server_a.requests().is_empty(), "submit runs nothing");
+    let table = runs_table(&dir);
+    assert_eq!(table.matches("queued").count(), 2, "{table}");
+
+    let store = dir.join("runs.db").display().to_string();
+    let worker =
+        looprail_keyed(vec!["worker".into(), "--store".into(), store.clone(), "--exit-when-idle".into()])
+            .await;
+    assert_eq!(worker.status.code(), Some(0), "{}", String::from_utf8_lossy(&worker.stderr));
+    assert_eq!(server_a.requests().len(), 1);
+    assert_eq!(server_a.requests()[0].body["model"], "model-a");
+    assert_eq!(server_b.requests().len(), 2);
+    assert_eq!(server_b.requests()[0].body["model"], "model-b");
+    for (id, expected) in ids.iter().zip(["answer from A", "answer from B"]) {
+        let out = looprail_keyed(vec!["wait".into(), "--store".into(), store.clone(), id.clone()]).await;
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(expected));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_a_worker_and_its_run_stays_resumable() {
+    let dir = temp_dir("worker-term");
+    let server =
+        FakeServer::start(vec![json_call("c1", "read_file", r#"{"path": "notes.txt"}"#), Reply::Silent])
+            .await;
+    let mut args = openai_args(&server, &dir, &[], "When is the meeting?");
+    args[0] = "submit".into();
+    let out = looprail_keyed(args).await;
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let worker = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["worker", "--store", &dir.join("runs.db").display().to_string()])
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_requests(&server, 2).await;
+    assert!(Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().unwrap().success());
+    let out = tokio::task::spawn_blocking(move || worker.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = runs_table(&dir);
+    let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(row.contains("interrupted") && row.contains("yes"), "{row}");
     let _ = std::fs::remove_dir_all(dir);
 }
