@@ -43,7 +43,7 @@ async fn open_store(path: &std::path::Path, existing: bool) -> Result<SqliteStor
 /// its own process or a worker (each run executes with its own recipe).
 fn runner(recipe: &Recipe, store: SqliteStore, shutdown: CancellationToken) -> Result<Runner, String> {
     let config = &recipe.config;
-    let (main, summarizer) = recipe.models()?;
+    let recipe::Models { main, summarizer } = recipe.models()?;
     let tools = Workdir::open(&recipe.workdir).map_err(|e| format!("work directory: {e}"))?.tools();
     let (guardrails, compaction) = (config.guardrails.clone(), config.compaction.clone());
     let runner = Runner::new(store, main, tools, SYSTEM)

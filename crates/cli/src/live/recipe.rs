@@ -16,6 +16,14 @@ use serde::{Deserialize, Serialize};
 use super::args::{ModelArgs, ProviderKind};
 use super::show::printer;
 
+/// The models of a run.
+pub struct Models {
+    /// The main model, behind its fallback chain when there is one.
+    pub main: Arc<dyn Provider>,
+    /// The compaction summarizer, when a summary model is set.
+    pub summarizer: Option<Arc<dyn Provider>>,
+}
+
 /// How a run is executed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -154,7 +162,7 @@ impl Recipe {
     }
 
     /// The main model (behind its fallback chain, if any) and the summarizer.
-    pub fn models(&self) -> Result<(Arc<dyn Provider>, Option<Arc<dyn Provider>>), String> {
+    pub fn models(&self) -> Result<Models, String> {
         let main = self.client(&self.model)?;
         let main = if self.fallback_models.is_empty() {
             main
@@ -166,7 +174,7 @@ impl Recipe {
             Arc::new(FallbackChain::new(chain).with_events(printer()))
         };
         let summarizer = self.summary_model.as_deref().map(|model| self.client(model)).transpose()?;
-        Ok((main, summarizer))
+        Ok(Models { main, summarizer })
     }
 }
 
