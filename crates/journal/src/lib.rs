@@ -12,6 +12,8 @@
 //!   a run waiting on a human is answered ([`Runner::answer`]) or its unsafe tool call resolved
 //!   ([`Runner::resolve`]), never blindly resumed.
 //! - [`RunJournal`]: the model's durable working notes, with its three tools.
+//! - Delegation ([`DelegationConfig`], off by default): the `delegate` tool starts a child run
+//!   one level deeper, in its own lane, with a budget [`carve`]d from what the parent left.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -37,6 +39,7 @@
 //! ```
 
 mod config;
+mod delegate;
 mod envelope;
 mod error;
 mod human;
@@ -46,6 +49,7 @@ mod schema;
 mod store;
 
 pub use config::JournalConfig;
+pub use delegate::{DELEGATE_TOOL, DelegationConfig, Spent, carve};
 pub use envelope::{EnvelopeExecutor, FLAG_RESUME_UNSAFE, ResumeSafety};
 pub use error::{JournalError, ResumeHalt};
 pub use human::{Resolution, SKIPPED, Waiting, waiting_from};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use looprail_loop_core::Driver;
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::context::{ContextPolicy, KeepAll};
-use looprail_loop_core::engine::{Run, system_prompt_hash};
+use looprail_loop_core::engine::{MaxIterationsHandler, Run, system_prompt_hash};
 use looprail_loop_core::event::EventSink;
 use looprail_loop_core::executor::{ParallelExecutor, ToolExecutor};
 use looprail_loop_core::guard::Guard;
@@ -18,6 +18,7 @@ use looprail_loop_core::state::RunState;
 use looprail_loop_core::tool::ToolSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::delegate::{Delegate, DelegationConfig};
 use crate::envelope::{EnvelopeExecutor, ResumeSafety};
 use crate::error::{JournalError, ResumeHalt};
 use crate::run_journal::{JournalHandle, RunJournal};
@@ -52,11 +53,12 @@ pub enum Resumed {
 
 /// Executes runs durably. Everything a run needs to be rebuilt after a crash (provider, tools,
 /// guards, policy, system prompt) is code, given here; everything it did is in the store.
+#[derive(Clone)]
 pub struct Runner {
     pub(crate) store: SqliteStore,
     provider: Arc<dyn Provider>,
     tools: ToolSet,
-    config: LoopConfig,
+    pub(crate) config: LoopConfig,
     system_prompt: String,
     guards: GuardFactory,
     pub(crate) policy: PolicyFactory,
@@ -69,6 +71,8 @@ pub struct Runner {
     streaming: bool,
     summarizer: Option<(Arc<dyn Provider>, Duration)>,
     shutdown: CancellationToken,
+    delegation: DelegationConfig,
+    iteration_handler: Option<Arc<dyn MaxIterationsHandler>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -114,6 +118,8 @@ impl Runner {
             streaming: false,
             summarizer: None,
             shutdown: CancellationToken::new(),
+            delegation: DelegationConfig::default(),
+            iteration_handler: None,
         }
     }
 
@@ -241,6 +247,30 @@ impl Runner {
         self
     }
 
+    /// Offers the `delegate` tool (F37) when `config.enabled`: a run shallower than
+    /// `limits.max_delegation_depth` can hand a sub-task to a child run.
+    #[must_use]
+    pub fn with_delegation(mut self, config: DelegationConfig) -> Self {
+        self.delegation = config;
+        self
+    }
+
+    /// Asks `handler` what to do when a run reaches its iteration cap (F11).
+    #[must_use]
+    pub fn with_iteration_handler(mut self, handler: Arc<dyn MaxIterationsHandler>) -> Self {
+        self.iteration_handler = Some(handler);
+        self
+    }
+
+    /// This runner for a child run: its configuration, stopped when `cancel` (the parent's)
+    /// fires.
+    pub(crate) fn child(&self, config: LoopConfig, cancel: CancellationToken) -> Runner {
+        let mut child = self.clone();
+        child.config = config;
+        child.shutdown = cancel;
+        child
+    }
+
     /// Where events go.
     #[must_use]
     pub fn with_events(mut self, events: EventSink) -> Self {
@@ -289,9 +319,19 @@ impl Runner {
         all
     }
 
-    fn tools_for(&self, journal: &JournalHandle) -> ToolSet {
+    fn tools_for(&self, run_id: &str, depth: u32, journal: &JournalHandle) -> ToolSet {
         let (get, update, append) = journal.tools();
-        self.tools.clone().with(get).with(update).with(append)
+        let tools = self.tools.clone().with(get).with(update).with(append);
+        if self.delegation.enabled && depth < self.config.limits.max_delegation_depth {
+            tools.with(Delegate {
+                runner: self.clone(),
+                parent: run_id.to_owned(),
+                depth,
+                share: self.delegation.budget_share,
+            })
+        } else {
+            tools
+        }
     }
 
     /// Submits a run to its lane and, when the lane is free, runs it now; this worker then also
@@ -360,7 +400,9 @@ impl Runner {
         let mut builder = Run::builder(self.config.clone())
             .system(snapshot.system_prompt(&self.system_prompt))
             .depth(u32::try_from(row.depth).unwrap_or(u32::MAX))
-            .tools(self.tools_for(&journal).definitions())
+            .tools(
+                self.tools_for(run_id, u32::try_from(row.depth).unwrap_or(u32::MAX), &journal).definitions(),
+            )
             .policy(PolicyBox((self.policy)()));
         if !snapshot.is_empty() {
             builder = builder.history(snapshot.messages().to_vec());
@@ -495,7 +537,8 @@ impl Runner {
         });
         let envelope =
             EnvelopeExecutor::new(self.store.clone(), run_id).with_inner(Arc::clone(&self.executor));
-        let driver = Driver::new(Arc::clone(&self.provider), self.tools_for(&journal))
+        let tools = self.tools_for(run_id, run.depth(), &journal);
+        let driver = Driver::new(Arc::clone(&self.provider), tools)
             .with_store(Arc::new(self.store.clone()), run_id)
             .with_executor(Arc::new(envelope))
             .with_cancel(cancel)
@@ -503,6 +546,10 @@ impl Runner {
             .streaming(self.streaming);
         let driver = match &self.summarizer {
             Some((provider, timeout)) => driver.with_summarizer(Arc::clone(provider), *timeout),
+            None => driver,
+        };
+        let driver = match &self.iteration_handler {
+            Some(handler) => driver.with_iteration_handler(Arc::clone(handler)),
             None => driver,
         };
         let result = driver.drive(&mut run).await;

@@ -6,7 +6,7 @@ use std::path::Path;
 use looprail_compaction::AutoCompactionConfig;
 use looprail_guardrails::GuardrailsConfig;
 use looprail_guardrails::replay::ErrorPatterns;
-use looprail_journal::JournalConfig;
+use looprail_journal::{DelegationConfig, JournalConfig};
 use looprail_loop_core::config::{ConfigError, LoopConfig, deserialize_with_path, parse_json};
 use looprail_providers::ProviderSettings;
 use looprail_retry::RetryConfig;
@@ -37,6 +37,8 @@ pub struct LooprailConfig {
     pub provider: ProviderSettings,
     /// Durable runs: heartbeats, staleness, the cancel timeout, the reconcile interval.
     pub journal: JournalConfig,
+    /// The `delegate` tool (off by default) and the budget share of a child run.
+    pub delegation: DelegationConfig,
     /// The audit command.
     pub audit: AuditConfig,
 }
@@ -80,6 +82,7 @@ impl LooprailConfig {
         self.retry.validate().map_err(|e| prefixed("retry", e))?;
         self.provider.validate().map_err(|e| prefixed("provider", e))?;
         self.journal.validate().map_err(|e| prefixed("journal", e))?;
+        self.delegation.validate().map_err(|e| prefixed("delegation", e))?;
         Ok(())
     }
 }

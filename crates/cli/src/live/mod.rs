@@ -54,6 +54,7 @@ fn runner(recipe: &Recipe, store: SqliteStore, shutdown: CancellationToken) -> R
         .with_events(printer())
         .with_streaming(recipe.stream)
         .with_journal_config(&config.journal)
+        .with_delegation(config.delegation.clone())
         .with_lane_draining(false)
         .with_shutdown(shutdown);
     Ok(match summarizer {
