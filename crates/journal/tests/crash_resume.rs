@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{ByTurn, EffectTool, Effects, calls, temp_db};
 use looprail_journal::{
-    JournalError, Resolution, ResumeHalt, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started,
+    JournalError, Resolution, ResumeHalt, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started, Waiting,
 };
 use looprail_loop_core::prelude::*;
 use proptest::prelude::*;
@@ -247,7 +247,7 @@ proptest! {
                 store.pool().close().await;
             }
             let store = SqliteStore::open(&path).await.unwrap();
-    common::age_heartbeats(&store).await;
+            common::age_heartbeats(&store).await;
             let mut verdict: Option<(String, String)> = None;
             let final_outcome = loop {
                 let w = world(&effects, script.clone());
@@ -388,4 +388,107 @@ async fn a_human_resolves_an_unsafe_call_by_retry_or_skip_and_the_run_finishes()
         "the model saw that the call was skipped"
     );
     let _ = std::fs::remove_file(path);
+}
+
+/// What a human does when the run waits: 0 says done, 1 retry, 2 skip, 3 cancel.
+fn human() -> impl Strategy<Value = u8> {
+    0u8..4
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random scripts of reads, sends and questions, a random crash point, and random human
+    /// answers, verdicts and cancels: a send happens at most once, plus once per retry a
+    /// human asked for; the run always ends completed or cancelled; nothing is left running.
+    #[test]
+    fn human_actions_never_repeat_a_side_effect_nor_lose_a_run(
+        steps in prop::collection::vec(0u8..3, 1..6),
+        crash_at in 0usize..12,
+        actions in prop::collection::vec(human(), 8),
+    ) {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let names = |i: usize, kind: u8| match kind { 0 => (format!("r{i}"), "read"), 1 => (format!("s{i}"), "send"), _ => (format!("q{i}"), "ask_human") };
+            let mut script: Vec<ModelResponse> = steps.iter().enumerate().map(|(i, k)| { let (id, name) = names(i, *k); calls(&id, name) }).collect();
+            script.push(ModelResponse::text("by-turn", "finished"));
+            let n = steps.len();
+            let crash = if crash_at <= n { Crash::AtModelCall(crash_at) } else {
+                let i = (crash_at - n - 1) % n;
+                let (id, _) = names(i, steps[i]);
+                if steps[i] == 2 { Crash::AtModelCall(i) } else { Crash::InTool(id) }
+            };
+            let path = temp_db("prop-human");
+            let effects = Effects::default();
+            {
+                let store = SqliteStore::open(&path).await.unwrap();
+                let mut w = world(&effects, script.clone());
+                let signal = match &crash {
+                    Crash::AtModelCall(turn) => { w.provider.block_at = Some(*turn); w.provider.blocked.clone() }
+                    Crash::InTool(id) => {
+                        let tool = if id.starts_with('s') { &mut w.send } else { &mut w.read };
+                        tool.hang_on = Some(id.clone());
+                        tool.hanging.clone()
+                    }
+                };
+                let runner = Runner::new(store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
+                let mut task = tokio::spawn(async move { runner.start(&RunSpec::new("run", "c", "do it")).await });
+                tokio::select! {
+                    () = signal.notified() => { task.abort(); let _ = (&mut task).await; }
+                    _ = &mut task => {} // paused on a question before the crash point
+                }
+                common::age_heartbeats(&store).await;
+                store.pool().close().await;
+            }
+            let store = SqliteStore::open(&path).await.unwrap();
+            common::age_heartbeats(&store).await;
+            let mut retries: std::collections::HashMap<String, u32> = Default::default();
+            let mut actions = actions.into_iter().cycle();
+            for _ in 0..40 {
+                let w = world(&effects, script.clone());
+                let runner = Runner::new(store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
+                let status = store.run("run").await.unwrap().expect("the run is never lost").status;
+                match status {
+                    RunStatus::Completed | RunStatus::Cancelled => break,
+                    RunStatus::WaitingOnHuman => {
+                        let action = actions.next().unwrap();
+                        if action == 3 {
+                            store.request_cancel("run", looprail_journal::now_ms()).await.unwrap();
+                            store.set_status("run", RunStatus::Cancelled).await.unwrap();
+                            continue;
+                        }
+                        match runner.waiting_for("run").await.unwrap() {
+                            Waiting::Question { .. } => { runner.answer("run", "go on").await.unwrap(); }
+                            Waiting::UnsafeCall { call_id, tool } => {
+                                let resolution = match action {
+                                    0 => Resolution::Done(format!("{tool} done")),
+                                    1 => {
+                                        let tool_name = store.tool_call("run", &call_id).await.unwrap().map(|r| r.tool).unwrap_or_default();
+                                        *retries.entry(format!("{tool_name}:{call_id}")).or_default() += 1;
+                                        Resolution::Retry
+                                    }
+                                    _ => Resolution::Skip,
+                                };
+                                runner.resolve("run", &call_id, resolution).await.unwrap();
+                            }
+                            Waiting::SystemPromptChanged => panic!("the prompt never changes here"),
+                        }
+                    }
+                    _ => { runner.resume("run").await.unwrap(); }
+                }
+            }
+            let status = store.run("run").await.unwrap().unwrap().status;
+            assert!(matches!(status, RunStatus::Completed | RunStatus::Cancelled), "ended {status}");
+            let allowed_extra: u32 = retries.values().sum();
+            for (i, kind) in steps.iter().enumerate() {
+                if *kind == 1 {
+                    let count = effects.count(&format!("s{i}"));
+                    assert!(count <= 1 + allowed_extra, "send s{i} ran {count} times with {allowed_extra} retries asked");
+                }
+            }
+            let report = store.reconcile(looprail_journal::now_ms() + 3_600_000, Duration::from_secs(60), Duration::from_secs(180)).await.unwrap();
+            assert_eq!(report.timed_out, 0, "nothing was left running");
+            let _ = std::fs::remove_file(path);
+        });
+    }
 }
