@@ -248,3 +248,40 @@ async fn sigterm_stops_a_worker_and_its_run_stays_resumable() {
     assert!(row.contains("interrupted") && row.contains("yes"), "{row}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_the_reconciler_finds_the_run_and_resume_finishes_it() {
+    let dir = temp_dir("sigkill");
+    let config = dir.join("journal.toml");
+    std::fs::write(&config, "[journal]\nheartbeat_secs = 1\nstale_after_secs = 3\n").unwrap();
+    let extra = ["--config".to_owned(), config.display().to_string()];
+    let server =
+        FakeServer::start(vec![json_call("c1", "read_file", r#"{"path": "notes.txt"}"#), Reply::Silent])
+            .await;
+    let child = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(openai_args(&server, &dir, &extra, "When is the meeting?"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_requests(&server, 2).await;
+    assert!(Command::new("kill").args(["-KILL", &child.id().to_string()]).status().unwrap().success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(out.status.code(), None, "killed");
+    let id = run_id(&out);
+    assert!(runs_table(&dir).lines().any(|l| l.starts_with(&id) && l.contains("running")));
+
+    // A fresh heartbeat means a live owner: resume is refused while it is fresh...
+    let server = FakeServer::start(vec![json_text("It moved to Thursday.")]).await;
+    let early = looprail_keyed(command_args("resume", &server, &dir, &[&id])).await;
+    assert_eq!(early.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&early.stderr).contains("running in another process"));
+    // ...and once it is stale, the start-up reconcile marks the run and resume finishes it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let out = looprail_keyed(command_args("resume", &server, &dir, &[&id])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("agent_run.reconcile"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Thursday"));
+    let _ = std::fs::remove_dir_all(dir);
+}
