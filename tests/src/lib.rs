@@ -213,6 +213,10 @@ pub struct JournalGuideDoctests;
 #[cfg(doctest)]
 pub struct ConceptsGuideDoctests;
 
+#[doc = include_str!("../../docs/property-testing.md")]
+#[cfg(doctest)]
+pub struct PropertyTestingGuideDoctests;
+
 #[doc = include_str!("../../docs/cli.md")]
 #[cfg(doctest)]
 pub struct CliGuideDoctests;

@@ -16,6 +16,7 @@
 //! | B3 alternating cycles, same action + same observation | [`CycleDetector`], [`SameObservation`] |
 //! | B5 offline replay of recorded runs | [`replay`] |
 //! | the sources' literal rules as named presets | [`Preset`] |
+//! | property tests of your own settings (feature `proptest`) | `kit` |
 //!
 //! A loop is repetition without novelty: calls, and observations, the run has already
 //! produced, with nothing new in between. Re-running a test after a different edit, or polling
@@ -61,6 +62,8 @@ mod consecutive_steps;
 mod detection;
 pub mod detectors;
 mod error_streak;
+#[cfg(feature = "proptest")]
+pub mod kit;
 mod ladder;
 mod loop_guard;
 mod repeat_counter;
