@@ -21,6 +21,23 @@ fn command_args(command: &str, server: &FakeServer, dir: &std::path::Path, tail:
     args
 }
 
+/// `looprail` started in the background with an OpenAI key, its output captured.
+fn spawn_looprail<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(args: I) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(args)
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends `signal` (`-TERM`, `-INT`, `-KILL`) to `child` and collects its output.
+async fn signal_and_wait(child: std::process::Child, signal: &str) -> Output {
+    assert!(Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap().success());
+    tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap()
+}
+
 fn run_id(out: &Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     stderr
@@ -55,17 +72,9 @@ async fn a_signal_stops_the_run_at_a_boundary_and_resume_finishes_it() {
         let server =
             FakeServer::start(vec![json_call("c1", "read_file", r#"{"path": "notes.txt"}"#), Reply::Silent])
                 .await;
-        let child = Command::new(env!("CARGO_BIN_EXE_looprail"))
-            .args(openai_args(&server, &dir, &[], "When is the meeting?"))
-            .env("OPENAI_API_KEY", "sk-test")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn_looprail(openai_args(&server, &dir, &[], "When is the meeting?"));
         wait_for_requests(&server, 2).await;
-        let status = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
-        assert!(status.success());
-        let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+        let out = signal_and_wait(child, signal).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(5), "{signal}: {stderr}");
         assert!(stderr.contains("interrupted at a safe boundary"), "{stderr}");
@@ -159,13 +168,7 @@ async fn two_runs_sharing_a_lane_each_run_with_their_own_model_and_server() {
     let lane = ["--lane".to_owned(), "shared".to_owned()];
     let mut args_a = openai_args(&server_a, &dir, &lane, "first task");
     args_a.retain(|a| a != "--no-stream");
-    let first = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(args_a)
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = spawn_looprail(args_a);
     wait_for_requests(&server_a, 1).await;
     let mut args_b = openai_args(&server_b, &dir, &lane, "second task");
     args_b[4] = "model-b".into(); // --model
@@ -232,16 +235,9 @@ async fn sigterm_stops_a_worker_and_its_run_stays_resumable() {
     args[0] = "submit".into();
     let out = looprail_keyed(args).await;
     let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let worker = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(["worker", "--store", &dir.join("runs.db").display().to_string()])
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let worker = spawn_looprail(["worker", "--store", &dir.join("runs.db").display().to_string()]);
     wait_for_requests(&server, 2).await;
-    assert!(Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().unwrap().success());
-    let out = tokio::task::spawn_blocking(move || worker.wait_with_output()).await.unwrap().unwrap();
+    let out = signal_and_wait(worker, "-TERM").await;
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let table = runs_table(&dir);
     let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
@@ -258,16 +254,9 @@ async fn after_sigkill_the_reconciler_finds_the_run_and_resume_finishes_it() {
     let server =
         FakeServer::start(vec![json_call("c1", "read_file", r#"{"path": "notes.txt"}"#), Reply::Silent])
             .await;
-    let child = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(openai_args(&server, &dir, &extra, "When is the meeting?"))
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_looprail(openai_args(&server, &dir, &extra, "When is the meeting?"));
     wait_for_requests(&server, 2).await;
-    assert!(Command::new("kill").args(["-KILL", &child.id().to_string()]).status().unwrap().success());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    let out = signal_and_wait(child, "-KILL").await;
     assert_eq!(out.status.code(), None, "killed");
     let id = run_id(&out);
     assert!(runs_table(&dir).lines().any(|l| l.starts_with(&id) && l.contains("running")));

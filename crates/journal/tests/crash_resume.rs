@@ -95,10 +95,14 @@ async fn run_script_until_crash(
         }
     };
     let runner = runner(&store, w);
-    let task = tokio::spawn(async move { runner.start(&RunSpec::new("run", "c", "do it")).await });
-    signal.notified().await;
-    task.abort();
-    let _ = task.await;
+    let mut task = tokio::spawn(async move { runner.start(&RunSpec::new("run", "c", "do it")).await });
+    tokio::select! {
+        () = signal.notified() => {
+            task.abort();
+            let _ = (&mut task).await;
+        }
+        _ = &mut task => {} // it paused for a human before reaching the crash point
+    }
     common::age_heartbeats(&store).await;
     store.pool().close().await;
 }
@@ -227,25 +231,7 @@ proptest! {
 
             let path = temp_db("prop");
             let effects = Effects::default();
-            {
-                let store = SqliteStore::open(&path).await.unwrap();
-                let mut w = world(&effects, script.clone());
-                let signal = match &crash {
-                    Crash::AtModelCall(turn) => { w.provider.block_at = Some(*turn); w.provider.blocked.clone() }
-                    Crash::InTool(id) => {
-                        let tool = if id.starts_with('s') { &mut w.send } else { &mut w.read };
-                        tool.hang_on = Some(id.clone());
-                        tool.hanging.clone()
-                    }
-                };
-                let runner = Runner::new(store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
-                let task = tokio::spawn(async move { runner.start(&RunSpec::new("run", "c", "do it")).await });
-                signal.notified().await;
-                task.abort();
-                let _ = task.await;
-                common::age_heartbeats(&store).await;
-                store.pool().close().await;
-            }
+            run_script_until_crash(&path, &effects, crash, script.clone()).await;
             let store = SqliteStore::open(&path).await.unwrap();
             common::age_heartbeats(&store).await;
             let mut verdict: Option<(String, String)> = None;
@@ -420,26 +406,7 @@ proptest! {
             };
             let path = temp_db("prop-human");
             let effects = Effects::default();
-            {
-                let store = SqliteStore::open(&path).await.unwrap();
-                let mut w = world(&effects, script.clone());
-                let signal = match &crash {
-                    Crash::AtModelCall(turn) => { w.provider.block_at = Some(*turn); w.provider.blocked.clone() }
-                    Crash::InTool(id) => {
-                        let tool = if id.starts_with('s') { &mut w.send } else { &mut w.read };
-                        tool.hang_on = Some(id.clone());
-                        tool.hanging.clone()
-                    }
-                };
-                let runner = Runner::new(store.clone(), Arc::new(w.provider), ToolSet::new().with(w.read).with(w.send), SYSTEM);
-                let mut task = tokio::spawn(async move { runner.start(&RunSpec::new("run", "c", "do it")).await });
-                tokio::select! {
-                    () = signal.notified() => { task.abort(); let _ = (&mut task).await; }
-                    _ = &mut task => {} // paused on a question before the crash point
-                }
-                common::age_heartbeats(&store).await;
-                store.pool().close().await;
-            }
+            run_script_until_crash(&path, &effects, crash, script.clone()).await;
             let store = SqliteStore::open(&path).await.unwrap();
             common::age_heartbeats(&store).await;
             let mut retries: std::collections::HashMap<String, u32> = Default::default();
