@@ -13,84 +13,24 @@ use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::engine::IterationDecision;
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::provider::CallPurpose;
+use looprail_loop_core::testkit::strategies::{ModelTurn, RunLimits, model_turn, run_limits};
 use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
 use looprail_tests::drive;
 use proptest::prelude::*;
 
-#[derive(Debug, Clone)]
-enum Step {
-    Tools(Vec<(u8, u8)>),
-    Text,
-    Truncated,
-    Empty,
-    Fail,
-    BadCall,
-}
-
-fn step() -> impl Strategy<Value = Step> {
-    prop_oneof![
-        5 => prop::collection::vec((0u8..3, 0u8..3), 1..4).prop_map(Step::Tools),
-        1 => Just(Step::Text),
-        1 => Just(Step::Truncated),
-        1 => Just(Step::Empty),
-        1 => Just(Step::Fail),
-        1 => Just(Step::BadCall),
-    ]
-}
-
-#[derive(Debug, Clone)]
-struct Limits {
-    max_turns: Option<u32>,
-    token_budget: Option<u64>,
-    tool_call_budget: Option<u32>,
-    max_iterations: u32,
-}
-
-fn limits() -> impl Strategy<Value = Limits> {
-    (prop::option::of(1u32..12), prop::option::of(100u64..2_000), prop::option::of(1u32..15), 1u32..15)
-        .prop_map(|(max_turns, token_budget, tool_call_budget, max_iterations)| Limits {
-            max_turns,
-            token_budget,
-            tool_call_budget,
-            max_iterations,
-        })
-}
-
 const TOOLS: [&str; 3] = ["read", "search", "write"];
 
-fn response(step: &Step, n: usize) -> Result<ModelResponse, ProviderError> {
-    let model = "sim";
-    let r = match step {
-        Step::Tools(calls) => ModelResponse::tool_calls(
-            model,
-            calls
-                .iter()
-                .enumerate()
-                .map(|(i, (t, a))| {
-                    ToolCall::new(format!("c{n}_{i}"), TOOLS[*t as usize], format!("{{\"a\": {a}}}"))
-                })
-                .collect(),
-        ),
-        Step::Text => ModelResponse::text(model, "final"),
-        Step::Truncated => {
-            let mut r = ModelResponse::text(model, "part ");
-            r.stop_reason = StopReason::MaxTokens;
-            r
-        }
-        Step::Empty => ModelResponse { text: None, ..ModelResponse::text(model, "") },
-        Step::Fail => return Err(ProviderError::new(ProviderErrorKind::Server, "sim 500")),
-        Step::BadCall => {
-            ModelResponse::tool_calls(model, vec![ToolCall::new(format!("c{n}_x"), "nope", "{oops")])
-        }
-    };
-    Ok(r.with_usage(60, 40))
+fn step() -> impl Strategy<Value = ModelTurn> {
+    model_turn(TOOLS.len() as u8)
 }
 
-fn config_for(l: &Limits) -> LoopConfig {
+fn limits() -> impl Strategy<Value = RunLimits> {
+    run_limits()
+}
+
+fn config_for(l: &RunLimits) -> LoopConfig {
     let mut c = LoopConfig::default();
-    c.budget.max_turns = l.max_turns;
-    c.budget.token_budget = l.token_budget;
-    c.budget.tool_call_budget = l.tool_call_budget;
+    l.apply(&mut c);
     c
 }
 
@@ -101,7 +41,12 @@ struct Simulated {
 }
 
 /// Drives the engine by hand. `cancel_at` sets the cancel flag from that step on.
-fn simulate(script: &[Step], l: &Limits, cancel_at: Option<usize>, fallback_fails: bool) -> Simulated {
+fn simulate(
+    script: &[ModelTurn],
+    l: &RunLimits,
+    cancel_at: Option<usize>,
+    fallback_fails: bool,
+) -> Simulated {
     let defs =
         TOOLS.iter().map(|t| ToolDefinition::new(*t, "", serde_json::json!({"type": "object"}))).collect();
     let mut run =
@@ -132,9 +77,9 @@ fn simulate(script: &[Step], l: &Limits, cancel_at: Option<usize>, fallback_fail
                 if cancelled {
                     after_cancel.0 += 1;
                 }
-                let step = script.get(next).cloned().unwrap_or(Step::Text);
+                let step = script.get(next).cloned().unwrap_or(ModelTurn::Text);
                 next += 1;
-                match response(&step, next) {
+                match step.response(next, &TOOLS) {
                     Ok(r) => Input::ModelReply(r),
                     Err(e) => Input::ModelFailed(e),
                 }

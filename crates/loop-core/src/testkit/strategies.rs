@@ -1,0 +1,141 @@
+//! Engine-level strategies (feature `proptest`): random model replies, scripts of them and
+//! run limits, for property tests that drive the engine or a [`ScriptedProvider`].
+//!
+//! ```
+//! use looprail_loop_core::testkit::strategies::{ModelTurn, run_limits, script};
+//! use proptest::strategy::{Strategy, ValueTree};
+//! use proptest::test_runner::TestRunner;
+//!
+//! let mut runner = TestRunner::deterministic();
+//! let turns = script(&["read", "search"], 1..10).new_tree(&mut runner).unwrap().current();
+//! assert!(!turns.is_empty());
+//! let limits = run_limits().new_tree(&mut runner).unwrap().current();
+//! let mut config = looprail_loop_core::config::LoopConfig::default();
+//! limits.apply(&mut config);
+//! assert!(config.validate().is_ok());
+//! let provider = ModelTurn::provider("sim", &turns, &["read", "search"]);
+//! assert_eq!(provider.remaining(), turns.len());
+//! ```
+
+use std::ops::Range;
+
+use proptest::prelude::*;
+
+use crate::config::LoopConfig;
+use crate::message::ToolCall;
+use crate::provider::{ModelResponse, ProviderError, ProviderErrorKind, StopReason};
+use crate::testkit::{ScriptStep, ScriptedProvider};
+
+/// One model reply of a random script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelTurn {
+    /// Tool calls: `(tool index, argument value)` each.
+    Tools(Vec<(u8, u8)>),
+    /// A final text answer.
+    Text,
+    /// A reply cut at the output-token cap.
+    Truncated,
+    /// An empty reply.
+    Empty,
+    /// A server error.
+    Fail,
+    /// A call to an unknown tool with arguments that are not JSON.
+    BadCall,
+}
+
+impl ModelTurn {
+    /// The reply (or error) for this turn, the `n`th of the script; tool names are taken from
+    /// `tools` by index. Every reply reports 60 input and 40 output tokens.
+    pub fn response(&self, n: usize, tools: &[&str]) -> Result<ModelResponse, ProviderError> {
+        let model = "sim";
+        let tool = |i: u8| tools.get(usize::from(i) % tools.len().max(1)).copied().unwrap_or("tool");
+        let reply = match self {
+            ModelTurn::Tools(calls) => ModelResponse::tool_calls(
+                model,
+                calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (t, a))| {
+                        ToolCall::new(format!("c{n}_{i}"), tool(*t), format!("{{\"a\": {a}}}"))
+                    })
+                    .collect(),
+            ),
+            ModelTurn::Text => ModelResponse::text(model, "final"),
+            ModelTurn::Truncated => {
+                let mut reply = ModelResponse::text(model, "part ");
+                reply.stop_reason = StopReason::MaxTokens;
+                reply
+            }
+            ModelTurn::Empty => ModelResponse { text: None, ..ModelResponse::text(model, "") },
+            ModelTurn::Fail => return Err(ProviderError::new(ProviderErrorKind::Server, "sim 500")),
+            ModelTurn::BadCall => {
+                ModelResponse::tool_calls(model, vec![ToolCall::new(format!("c{n}_x"), "nope", "{oops")])
+            }
+        };
+        Ok(reply.with_usage(60, 40))
+    }
+
+    /// A [`ScriptedProvider`] answering `turns` in order.
+    pub fn provider(model: &str, turns: &[ModelTurn], tools: &[&str]) -> ScriptedProvider {
+        turns.iter().enumerate().fold(ScriptedProvider::new(model), |provider, (n, turn)| {
+            match turn.response(n, tools) {
+                Ok(reply) => provider.then(ScriptStep::Reply(reply)),
+                Err(error) => provider.then(ScriptStep::Fail(error)),
+            }
+        })
+    }
+}
+
+/// One random reply: mostly tool calls (1–3 per batch), sometimes text, a truncation, an
+/// empty reply, a server error or a bad call.
+pub fn model_turn(tool_count: u8) -> impl Strategy<Value = ModelTurn> {
+    let tool_count = tool_count.max(1);
+    prop_oneof![
+        5 => prop::collection::vec((0..tool_count, 0u8..3), 1..4).prop_map(ModelTurn::Tools),
+        1 => Just(ModelTurn::Text),
+        1 => Just(ModelTurn::Truncated),
+        1 => Just(ModelTurn::Empty),
+        1 => Just(ModelTurn::Fail),
+        1 => Just(ModelTurn::BadCall),
+    ]
+}
+
+/// A script of `len` random replies over `tools`.
+pub fn script(tools: &[&str], len: Range<usize>) -> impl Strategy<Value = Vec<ModelTurn>> + use<> {
+    prop::collection::vec(model_turn(u8::try_from(tools.len()).unwrap_or(u8::MAX)), len)
+}
+
+/// Random caps and budgets for a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunLimits {
+    /// `budget.max_turns`.
+    pub max_turns: Option<u32>,
+    /// `budget.token_budget`.
+    pub token_budget: Option<u64>,
+    /// `budget.tool_call_budget`.
+    pub tool_call_budget: Option<u32>,
+    /// The iteration cap (`limits.max_iterations`).
+    pub max_iterations: u32,
+}
+
+impl RunLimits {
+    /// Writes these limits into `config`.
+    pub fn apply(&self, config: &mut LoopConfig) {
+        config.budget.max_turns = self.max_turns;
+        config.budget.token_budget = self.token_budget;
+        config.budget.tool_call_budget = self.tool_call_budget;
+        config.limits.max_iterations = self.max_iterations;
+    }
+}
+
+/// Limits small enough that scripts hit them: up to 12 turns, 2,000 tokens, 15 tool calls,
+/// 15 iterations, each budget sometimes unset.
+pub fn run_limits() -> impl Strategy<Value = RunLimits> {
+    (prop::option::of(1u32..12), prop::option::of(100u64..2_000), prop::option::of(1u32..15), 1u32..15)
+        .prop_map(|(max_turns, token_budget, tool_call_budget, max_iterations)| RunLimits {
+            max_turns,
+            token_budget,
+            tool_call_budget,
+            max_iterations,
+        })
+}
