@@ -1,9 +1,10 @@
-//! Token counting with tiktoken (F29): cl100k_base by default as a cross-provider proxy,
-//! o200k_base selectable.
+//! Token counting with OpenAI's tiktoken vocabularies (F29): cl100k_base by default as a
+//! cross-provider proxy, o200k_base selectable. Counted with `bpe-openai` (github/rust-gems),
+//! which gives tiktoken's exact counts (tested against tiktoken-rs) 2–3× faster: counting is
+//! most of what the audit and compaction's first pass spend.
 
 use looprail_loop_core::context::TokenCounter;
 use looprail_loop_core::message::{ContentPart, Message};
-use tiktoken_rs::CoreBPE;
 
 /// Framing tokens per message (role and separators), as OpenAI's chat format counts them.
 pub const MESSAGE_OVERHEAD: u64 = 3;
@@ -23,7 +24,8 @@ pub enum Encoding {
     O200kBase,
 }
 
-/// Counts tokens with a shared tiktoken vocabulary (loaded once per process).
+/// Counts tokens with a shared tiktoken vocabulary (loaded once per process), exactly as
+/// tiktoken counts them.
 ///
 /// A message counts as [`MESSAGE_OVERHEAD`] plus its text, plus for each tool call its name and
 /// arguments and [`TOOL_PART_OVERHEAD`], plus for each tool result its content and
@@ -40,7 +42,7 @@ pub enum Encoding {
 /// ```
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
-    bpe: &'static CoreBPE,
+    bpe: &'static bpe_openai::Tokenizer,
     encoding: Encoding,
 }
 
@@ -59,9 +61,9 @@ impl Default for TiktokenCounter {
 impl TiktokenCounter {
     /// A counter for `encoding`, sharing the process-wide vocabulary.
     pub fn new(encoding: Encoding) -> Self {
-        let bpe: &'static CoreBPE = match encoding {
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+        let bpe = match encoding {
+            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
+            Encoding::O200kBase => bpe_openai::o200k_base(),
         };
         Self { bpe, encoding }
     }
@@ -74,7 +76,7 @@ impl TiktokenCounter {
 
 impl TokenCounter for TiktokenCounter {
     fn count_text(&self, text: &str) -> u64 {
-        self.bpe.count_ordinary(text) as u64
+        self.bpe.count(text) as u64
     }
 
     fn count_message(&self, message: &Message) -> u64 {

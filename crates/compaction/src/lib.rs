@@ -41,10 +41,12 @@
 
 mod counter;
 mod ledger;
+mod memo;
 pub mod pairs;
 mod strategies;
 pub mod summary;
 
 pub use counter::{Encoding, IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_PART_OVERHEAD, TiktokenCounter};
 pub use ledger::TokenLedger;
+pub use memo::MemoCounter;
 pub use strategies::{AutoCompaction, AutoCompactionConfig, KeepEnds, RecoveryState, SlidingWindow};

@@ -6,25 +6,38 @@ mod report;
 mod simulate;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use looprail::LooprailConfig;
+use rayon::prelude::*;
 
 pub use report::AuditReport;
+use report::RunReport;
 
 /// Audits every run found under `paths`. A file that cannot be read is reported in the
 /// report's `errors` and the audit goes on; it fails only when no run at all could be read.
 pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Result<AuditReport, String> {
     let (files, mut errors) = load::collect(paths);
     let started = Instant::now();
+    let done = AtomicUsize::new(0);
+    // Files are replayed in parallel; results come back in the files' order.
+    let results: Vec<Result<RunReport, String>> = files
+        .par_iter()
+        .map(|file| {
+            let result = load::read(file).map(|messages| simulate::run(file, messages, config));
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if progress && files.len() >= 20 && (n.is_multiple_of(25) || n == files.len()) {
+                let bar = n * 30 / files.len();
+                eprint!("\r[{}{}] {}/{}", "#".repeat(bar), " ".repeat(30 - bar), n, files.len());
+            }
+            result
+        })
+        .collect();
     let mut runs = Vec::with_capacity(files.len());
-    for (n, file) in files.iter().enumerate() {
-        if progress && files.len() >= 20 && (n % 25 == 0 || n + 1 == files.len()) {
-            let done = (n + 1) * 30 / files.len();
-            eprint!("\r[{}{}] {}/{}", "#".repeat(done), " ".repeat(30 - done), n + 1, files.len());
-        }
-        match load::read(file) {
-            Ok(messages) => runs.push(simulate::run(file, messages, config)),
+    for (file, result) in files.iter().zip(results) {
+        match result {
+            Ok(run) => runs.push(run),
             Err(error) => errors.push((file.clone(), error)),
         }
     }

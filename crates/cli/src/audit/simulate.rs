@@ -3,8 +3,10 @@
 use std::path::Path;
 
 use looprail::LooprailConfig;
-use looprail::compaction::{AutoCompaction, TiktokenCounter, TokenLedger};
-use looprail::core::context::{ContextPolicy, ContextStep, ContextView};
+use std::sync::Arc;
+
+use looprail::compaction::{AutoCompaction, MemoCounter, TiktokenCounter, TokenLedger};
+use looprail::core::context::{ContextPolicy, ContextStep, ContextView, TokenCounter};
 use looprail::core::guard::Counters;
 use looprail::core::message::{Message, Role};
 use looprail::guardrails::default_stack;
@@ -17,8 +19,9 @@ pub fn run(path: &Path, mut messages: Vec<Message>, config: &LooprailConfig) -> 
     config.audit.error_patterns.classify(&mut messages);
     let mut guards = default_stack(&config.guardrails);
     let replayed = replay(&messages, &mut guards, &config.loop_);
-    let tokens = tokens(&messages, config);
-    let counter = TiktokenCounter::default();
+    // Every pass counts through one cache: each distinct message is BPE-counted once.
+    let counter = Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::default())));
+    let tokens = tokens(&messages, config, &counter);
     // Tokens a stop would have saved: the part of the conversation after the stop point.
     let saved_tokens = replayed.stopped_at.map_or(0, |at| {
         let cut = messages
@@ -32,17 +35,17 @@ pub fn run(path: &Path, mut messages: Vec<Message>, config: &LooprailConfig) -> 
             })
             .find(|(_, seen)| *seen > at)
             .map_or(messages.len(), |(i, _)| i + 1);
-        TokenLedger::default().sync(&messages[cut.min(messages.len())..], &counter)
+        TokenLedger::default().sync(&messages[cut.min(messages.len())..], counter.as_ref())
     });
     RunReport::new(path, replayed, tokens, saved_tokens)
 }
 
 /// The conversation's peak size, and its peak with auto-compaction deciding before every model
 /// call (with no summary model offline, the deterministic truncation stands in for summaries).
-fn tokens(messages: &[Message], config: &LooprailConfig) -> Tokens {
-    let counter = TiktokenCounter::default();
-    let peak = TokenLedger::default().sync(messages, &counter);
-    let mut policy = AutoCompaction::new(config.compaction.clone());
+fn tokens(messages: &[Message], config: &LooprailConfig, counter: &Arc<MemoCounter>) -> Tokens {
+    let peak = TokenLedger::default().sync(messages, counter.as_ref());
+    let shared: Arc<dyn TokenCounter> = counter.clone();
+    let mut policy = AutoCompaction::new(config.compaction.clone()).with_counter(shared);
     let mut working: Vec<Message> = Vec::with_capacity(messages.len());
     let mut ledger = TokenLedger::default();
     let mut compacted_peak = 0;
@@ -54,10 +57,10 @@ fn tokens(messages: &[Message], config: &LooprailConfig) -> Tokens {
             if let ContextStep::Summarize { .. } = policy.prepare(&mut working, &view) {
                 policy.apply_summary(&mut working, Err("offline audit".to_owned()), &view);
             }
-            compacted_peak = compacted_peak.max(ledger.sync(&working, &counter));
+            compacted_peak = compacted_peak.max(ledger.sync(&working, counter.as_ref()));
         }
         working.push(message.clone());
     }
-    compacted_peak = compacted_peak.max(ledger.sync(&working, &counter));
+    compacted_peak = compacted_peak.max(ledger.sync(&working, counter.as_ref()));
     Tokens { peak, peak_with_compaction: compacted_peak }
 }

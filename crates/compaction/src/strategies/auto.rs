@@ -9,6 +9,8 @@ use looprail_loop_core::message::Message;
 use looprail_loop_core::outcome::StopCause;
 use looprail_loop_core::tool::ToolChoice;
 
+use std::sync::Arc;
+
 use crate::counter::TiktokenCounter;
 use crate::ledger::TokenLedger;
 use crate::pairs::{body_start, tail_start};
@@ -127,12 +129,18 @@ pub struct RecoveryState {
 /// results kept). System messages and the run journal always survive; a tool call is never
 /// separated from its results. Events: `agent.compaction.run` (R1), `agent.recovery.fired`
 /// (R2, R3), with tokens and messages before and after.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AutoCompaction {
     config: AutoCompactionConfig,
-    counter: TiktokenCounter,
+    counter: Arc<dyn TokenCounter>,
     ledger: TokenLedger,
     state: RecoveryState,
+}
+
+impl std::fmt::Debug for AutoCompaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AutoCompaction").field("config", &self.config).field("state", &self.state).finish()
+    }
 }
 
 impl AutoCompaction {
@@ -140,10 +148,19 @@ impl AutoCompaction {
     pub fn new(config: AutoCompactionConfig) -> Self {
         Self {
             config,
-            counter: TiktokenCounter::default(),
+            counter: Arc::new(TiktokenCounter::default()),
             ledger: TokenLedger::default(),
             state: RecoveryState::default(),
         }
+    }
+
+    /// Counts with `counter` instead of the default cl100k tiktoken counter (a
+    /// [`MemoCounter`](crate::MemoCounter) shared with other passes over the same messages,
+    /// say).
+    #[must_use]
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
     }
 
     /// For a model with a context window of `tokens`, with the other defaults.
@@ -259,7 +276,7 @@ impl ContextPolicy for AutoCompaction {
         let input = if self.state.pending.is_some() {
             sent.iter().map(|m| self.counter.count_message(m)).sum()
         } else {
-            self.ledger.sync(sent, &self.counter)
+            self.ledger.sync(sent, self.counter.as_ref())
         };
         let output = reply.text.as_deref().map_or(0, |t| self.counter.count_text(t))
             + reply
@@ -271,7 +288,7 @@ impl ContextPolicy for AutoCompaction {
     }
 
     fn prepare(&mut self, messages: &mut Vec<Message>, view: &ContextView<'_>) -> ContextStep {
-        let total = self.ledger.sync(messages, &self.counter);
+        let total = self.ledger.sync(messages, self.counter.as_ref());
         if total <= self.config.limit() {
             return ContextStep::ready();
         }
@@ -311,7 +328,7 @@ impl ContextPolicy for AutoCompaction {
             return Vec::new();
         }
         replace_history(messages, pending.body, pending.split, message);
-        let after = self.ledger.recount(messages, &self.counter);
+        let after = self.ledger.recount(messages, self.counter.as_ref());
         let event = match pending.stage {
             Stage::Compaction => Event::CompactionRun {
                 before_tokens: pending.before_tokens,
@@ -331,7 +348,7 @@ impl ContextPolicy for AutoCompaction {
     }
 
     fn on_overflow(&mut self, messages: &mut Vec<Message>, view: &ContextView<'_>) -> ContextStep {
-        let total = self.ledger.sync(messages, &self.counter);
+        let total = self.ledger.sync(messages, self.counter.as_ref());
         self.recover(messages, view, total)
     }
 
@@ -356,6 +373,6 @@ impl ContextPolicy for AutoCompaction {
 impl AutoCompaction {
     /// The counter in use.
     pub fn counter(&self) -> &dyn TokenCounter {
-        &self.counter
+        self.counter.as_ref()
     }
 }
