@@ -81,3 +81,53 @@ fn a_bad_file_is_reported_and_the_audit_goes_on_without_loops_or_fifos() {
     assert!(stderr.contains("no run could be read"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `audit --json --config FILE` on the looping fixture (21 calls, handed to a human at #10).
+fn audit_with(config: &str) -> serde_json::Value {
+    let dir =
+        std::env::temp_dir().join(format!("looprail-audit-budget-{}-{}", std::process::id(), config.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config.toml");
+    std::fs::write(&path, config).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args([
+            "audit",
+            "--json",
+            "--config",
+            &path.display().to_string(),
+            &fixture("looping-swe-agent.json"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(dir);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn budgets_and_caps_are_replayed_with_their_fallback_reply() {
+    let free = audit_with("");
+    let run = &free["runs"][0];
+    assert_eq!(run["stop_reason"], "ask_human", "within the default budgets the loop guard acts");
+    assert_eq!(run["fallback_reply"], false);
+    assert_eq!(run["tool_calls"], 21);
+    let calls = 10; // every budget below stops the run before the guard would
+
+    for (config, reason) in [
+        ("[loop.budget]\nmax_turns = 1\n", "limit:max_turns"),
+        ("[loop.budget]\ntool_call_budget = 2\n", "limit:tool_call_budget"),
+        ("[loop.budget]\ntoken_budget = 1000\n", "limit:token_budget"),
+        ("[loop.limits]\nmax_iterations = 2\n", "limit:max_iterations"),
+    ] {
+        let report = audit_with(config);
+        let run = &report["runs"][0];
+        assert_eq!(run["stop_reason"], reason, "{config}");
+        assert_eq!(run["fallback_reply"], true, "{config}");
+        let at = run["stopped_at"].as_u64().unwrap();
+        assert!(at < calls, "{config}: stopped at {at} of {calls}");
+        assert_eq!(report["summary"]["runs_stopped_by_limits"], 1, "{config}");
+    }
+    // A tool-call budget of 2 lets exactly two calls happen.
+    let report = audit_with("[loop.budget]\ntool_call_budget = 2\n");
+    assert_eq!(report["runs"][0]["stopped_at"], 1, "the last call made is #1");
+}

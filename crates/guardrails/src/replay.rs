@@ -89,8 +89,18 @@ pub struct ReplayReport {
     pub events: Vec<ReplayEvent>,
     /// The call index at which the run would have been stopped or handed to a human.
     pub stopped_at: Option<u64>,
-    /// Why: `ask_human` or `loop_detected:<detector>` or another stop cause.
+    /// Why: `ask_human`, `loop_detected:<detector>`, `limit:<budget or cap>` (`max_turns`,
+    /// `token_budget`, `tool_call_budget`, `cost_limit`, `max_iterations`) or another stop
+    /// cause.
     pub stop_reason: Option<String>,
+    /// True when the stop is a budget or cap, which a live run answers with one fallback reply
+    /// (F10): one more model call, counted here.
+    #[serde(default)]
+    pub fallback_reply: bool,
+}
+
+fn limit_name(reason: looprail_loop_core::outcome::LimitReason) -> String {
+    serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 fn results_for(messages: &[Message], start: usize, calls: &[ToolCall]) -> Vec<ToolResult> {
@@ -164,6 +174,11 @@ impl Replayer<'_> {
                     self.report.stopped_at = Some(at);
                     self.report.stop_reason = Some(match cause {
                         StopCause::LoopDetected { detector, .. } => format!("loop_detected:{detector}"),
+                        StopCause::Limit { reason } => {
+                            // A live run answers a limit with its fallback reply (F10).
+                            self.report.fallback_reply = true;
+                            format!("limit:{}", limit_name(reason))
+                        }
                         other => other.describe(),
                     });
                     return true;
@@ -177,8 +192,33 @@ impl Replayer<'_> {
 
 /// Replays `messages` through `guards` and reports where they would have intervened. Tool
 /// results must already carry their error flags (see [`ErrorPatterns::classify`]). A user
-/// message after the first starts a new user turn, as in a live conversation.
+/// message after the first starts a new user turn, as in a live conversation. Only the
+/// guards act here: no iteration cap, and token budgets count nothing (see [`replay_counted`]
+/// for the whole live stack).
 pub fn replay(messages: &[Message], guards: &mut [Box<dyn Guard>], config: &LoopConfig) -> ReplayReport {
+    replay_with(messages, guards, config, &[], false)
+}
+
+/// [`replay`] with each message's token count (`tokens[i]` for `messages[i]`), so token budgets
+/// are spent as in a live run: each turn costs its whole prompt (every message before it) as
+/// input and its own message as output. Before each turn the guards' `before_turn` runs (the
+/// budgets of `loop-core`'s default guards stop there) and the iteration cap is checked.
+pub fn replay_counted(
+    messages: &[Message],
+    guards: &mut [Box<dyn Guard>],
+    config: &LoopConfig,
+    tokens: &[u64],
+) -> ReplayReport {
+    replay_with(messages, guards, config, tokens, true)
+}
+
+fn replay_with(
+    messages: &[Message],
+    guards: &mut [Box<dyn Guard>],
+    config: &LoopConfig,
+    tokens: &[u64],
+    caps: bool,
+) -> ReplayReport {
     let mut counters = Counters { user_turns: 1, ..Counters::default() };
     let mut report = ReplayReport::default();
     let mut seen_user = false;
@@ -188,13 +228,31 @@ pub fn replay(messages: &[Message], guards: &mut [Box<dyn Guard>], config: &Loop
             Role::User if !message.is_internal() => {
                 if seen_user {
                     counters.user_turns += 1;
+                    counters.iterations = 0;
                     guards.iter_mut().for_each(|g| g.on_user_turn());
                 }
                 seen_user = true;
             }
             Role::Assistant => {
+                if let Some(stop) = before_turn(messages, i, guards, config, &counters, caps) {
+                    let made = counters.tool_calls;
+                    let mut replayer = Replayer {
+                        report: std::mem::take(&mut report),
+                        calls: &[],
+                        first_index: u64::from(made),
+                    };
+                    replayer.take(stop, None);
+                    report = replayer.report;
+                    report.stopped_at = Some(u64::from(made.saturating_sub(1)));
+                    report.tool_calls = messages.iter().flat_map(Message::tool_calls).count() as u64;
+                    return report;
+                }
                 let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
                 counters.turns += 1;
+                counters.iterations += 1;
+                let prompt: u64 = tokens.get(..i).map_or(0, |t| t.iter().sum());
+                counters.usage.input_tokens += prompt;
+                counters.usage.output_tokens += tokens.get(i).copied().unwrap_or(0);
                 if calls.is_empty() {
                     continue;
                 }
@@ -251,4 +309,25 @@ pub fn replay(messages: &[Message], guards: &mut [Box<dyn Guard>], config: &Loop
     }
     report.tool_calls = counters.tool_calls.into();
     report
+}
+
+/// The decisions before a turn: every guard's `before_turn`, then the iteration cap.
+fn before_turn(
+    messages: &[Message],
+    i: usize,
+    guards: &mut [Box<dyn Guard>],
+    config: &LoopConfig,
+    counters: &Counters,
+    caps: bool,
+) -> Option<Vec<Decision>> {
+    let view = TurnView { counters, messages: &messages[..i], config, elapsed: Default::default() };
+    let decisions: Vec<Decision> = guards.iter_mut().flat_map(|g| g.before_turn(&view)).collect();
+    if decisions.iter().any(|d| matches!(d, Decision::Stop(_))) {
+        return Some(decisions);
+    }
+    if caps && counters.iterations >= config.limits.max_iterations {
+        let reason = looprail_loop_core::outcome::LimitReason::MaxIterations;
+        return Some(vec![Decision::Stop(StopCause::Limit { reason })]);
+    }
+    None
 }

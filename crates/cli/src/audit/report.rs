@@ -29,6 +29,9 @@ pub struct RunReport {
     pub stopped_at: Option<u64>,
     /// Why.
     pub stop_reason: Option<String>,
+    /// A budget or cap stopped it: a live run would have made one fallback call for its reply
+    /// (F10).
+    pub fallback_reply: bool,
     /// Context sizes.
     pub tokens: Tokens,
     #[serde(skip)]
@@ -43,6 +46,7 @@ impl RunReport {
             events: replay.events,
             stopped_at: replay.stopped_at,
             stop_reason: replay.stop_reason,
+            fallback_reply: replay.fallback_reply,
             tokens,
             saved_tokens,
         }
@@ -62,6 +66,8 @@ pub struct Summary {
     pub runs_stopped: usize,
     /// Runs that would have been handed to a human.
     pub runs_handed_to_human: usize,
+    /// Runs a budget or cap would have stopped (each with one fallback reply, F10).
+    pub runs_stopped_by_limits: usize,
     /// Tool calls after the stop points: work a live run would not have done.
     pub tool_calls_saved: u64,
     /// Tokens of conversation after the stop points.
@@ -118,6 +124,7 @@ impl AuditReport {
             detections,
             runs_stopped: stopped("loop_detected"),
             runs_handed_to_human: stopped("ask_human"),
+            runs_stopped_by_limits: stopped("limit:"),
             tool_calls_saved: runs
                 .iter()
                 .filter_map(|r| r.stopped_at.map(|at| r.tool_calls.saturating_sub(at + 1)))
