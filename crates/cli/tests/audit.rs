@@ -131,3 +131,74 @@ fn budgets_and_caps_are_replayed_with_their_fallback_reply() {
     let report = audit_with("[loop.budget]\ntool_call_budget = 2\n");
     assert_eq!(report["runs"][0]["stopped_at"], 1, "the last call made is #1");
 }
+
+#[test]
+fn swe_agent_and_openhands_logs_are_read_natively() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-formats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // SWE-agent: a run that repeats one failing command.
+    let steps: Vec<serde_json::Value> = (0..12)
+        .map(|_| serde_json::json!({"thought": "Try again.", "action": "python reproduce.py", "observation": "NameError: name 'x' is not defined", "response": "", "state": {}, "execution_time": 0.2, "query": [], "extra_info": {}}))
+        .collect();
+    let traj = serde_json::json!({
+        "history": [{"role": "user", "content": "Fix issue 42.", "message_type": "observation"}],
+        "trajectory": steps,
+        "info": {"exit_status": "exit_cost"}
+    });
+    std::fs::write(dir.join("django-42.traj"), traj.to_string()).unwrap();
+    // OpenHands output.jsonl: two runs, one line each.
+    let event = |id: u64, v: serde_json::Value| {
+        let mut v = v;
+        v["id"] = id.into();
+        v
+    };
+    let run = |instance: &str, commands: &[&str]| {
+        let mut history = vec![event(
+            0,
+            serde_json::json!({"source": "user", "action": "message", "args": {"content": "Fix it."}}),
+        )];
+        for (i, command) in commands.iter().enumerate() {
+            let id = 1 + 2 * i as u64;
+            history.push(event(
+                id,
+                serde_json::json!({"source": "agent", "action": "run", "args": {"command": command}}),
+            ));
+            history.push(event(id + 1, serde_json::json!({"source": "agent", "observation": "run", "content": format!("ran {command}"), "cause": id})));
+        }
+        serde_json::json!({"instance_id": instance, "history": history}).to_string()
+    };
+    let healthy: Vec<String> =
+        (0..6).map(|i| format!("cat file_{}.py", ["a", "b", "c", "d", "e", "f"][i])).collect();
+    let healthy: Vec<&str> = healthy.iter().map(String::as_str).collect();
+    let lines = format!("{}\n{}\n", run("astropy-1", &healthy), run("sympy-2", &["ls"; 14]));
+    std::fs::write(dir.join("output.jsonl"), lines).unwrap();
+    std::fs::write(dir.join("notes.json"), r#"{"title": "not a run"}"#).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--json", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_path = |suffix: &str| {
+        report["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(suffix))
+            .cloned()
+    };
+    let swe = by_path("django-42.traj").expect("the .traj run");
+    assert_eq!(swe["tool_calls"], 12);
+    assert_eq!(swe["stop_reason"], "ask_human", "the repeated failing command is caught");
+    let healthy = by_path("output.jsonl#astropy-1").expect("the first OpenHands run");
+    assert_eq!(healthy["tool_calls"], 6);
+    assert!(healthy["stop_reason"].is_null());
+    let looping = by_path("output.jsonl#sympy-2").expect("the second OpenHands run");
+    assert_eq!(looping["tool_calls"], 14);
+    assert_eq!(looping["stop_reason"], "ask_human");
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0]["error"].as_str().unwrap().contains("expected an OpenAI chat"), "{}", errors[0]);
+    let _ = std::fs::remove_dir_all(dir);
+}

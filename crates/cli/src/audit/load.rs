@@ -2,13 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use looprail::core::message::Message;
-use looprail::core::transcript::read_log;
+use super::formats::{FoundRun, read_runs};
 
 /// Files larger than this are reported, not read (a log of this size is not one agent run).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
-/// Every `.json` / `.jsonl` regular file under `paths`, sorted, and the paths that could not
+/// Every `.json` / `.jsonl` / `.traj` regular file under `paths`, sorted, and the paths that could not
 /// be walked with why. Directories are walked without following symlinks (no loops, no file
 /// counted twice); FIFOs, sockets and devices are skipped. A path given by name is taken as
 /// given if it is a regular file (or a link to one).
@@ -39,14 +38,16 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<(PathBuf, String)
         let Ok(file_type) = entry.file_type() else { continue };
         if file_type.is_dir() {
             walk(&path, files, errors);
-        } else if file_type.is_file() && path.extension().is_some_and(|e| e == "json" || e == "jsonl") {
+        } else if file_type.is_file()
+            && path.extension().is_some_and(|e| e == "json" || e == "jsonl" || e == "traj")
+        {
             files.push(path);
         }
     }
 }
 
-/// Reads one run in any supported format.
-pub fn read(path: &Path) -> Result<Vec<Message>, String> {
+/// Reads the runs of one file, in any supported format.
+pub fn read(path: &Path) -> Result<Vec<FoundRun>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", path.display()));
@@ -60,5 +61,5 @@ pub fn read(path: &Path) -> Result<Vec<Message>, String> {
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    read_log(&text).map(|(_, messages)| messages).map_err(|e| format!("{}: {e}", path.display()))
+    read_runs(&text).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -1,6 +1,7 @@
 //! `looprail audit`: replay recorded agent runs offline through the same guard and context
 //! stack a live run uses (B5), and report where it would have intervened and what it saves.
 
+mod formats;
 mod load;
 mod report;
 mod simulate;
@@ -22,10 +23,21 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
     let started = Instant::now();
     let done = AtomicUsize::new(0);
     // Files are replayed in parallel; results come back in the files' order.
-    let results: Vec<Result<RunReport, String>> = files
+    let results: Vec<Result<Vec<RunReport>, String>> = files
         .par_iter()
         .map(|file| {
-            let result = load::read(file).map(|messages| simulate::run(file, messages, config));
+            // A file holding several runs names each `path#id`.
+            let result = load::read(file).map(|runs| {
+                runs.into_iter()
+                    .map(|(id, messages)| {
+                        let name = match id {
+                            Some(id) => format!("{}#{id}", file.display()),
+                            None => file.display().to_string(),
+                        };
+                        simulate::run(&name, messages, config)
+                    })
+                    .collect()
+            });
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             if progress && files.len() >= 20 && (n.is_multiple_of(25) || n == files.len()) {
                 let bar = n * 30 / files.len();
@@ -37,7 +49,7 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
     let mut runs = Vec::with_capacity(files.len());
     for (file, result) in files.iter().zip(results) {
         match result {
-            Ok(run) => runs.push(run),
+            Ok(found) => runs.extend(found),
             Err(error) => errors.push((file.clone(), error)),
         }
     }

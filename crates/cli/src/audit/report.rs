@@ -39,9 +39,9 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    pub(super) fn new(path: &Path, replay: ReplayReport, tokens: Tokens, saved_tokens: u64) -> Self {
+    pub(super) fn new(name: &str, replay: ReplayReport, tokens: Tokens, saved_tokens: u64) -> Self {
         Self {
-            path: path.display().to_string(),
+            path: name.to_owned(),
             tool_calls: replay.tool_calls,
             events: replay.events,
             stopped_at: replay.stopped_at,

@@ -1,7 +1,5 @@
 //! One recorded run through the guards and the compaction policy.
 
-use std::path::Path;
-
 use looprail::LooprailConfig;
 use std::sync::Arc;
 
@@ -15,7 +13,7 @@ use looprail::guardrails::replay::replay_counted;
 use super::report::{RunReport, Tokens};
 
 /// Replays `messages` and measures their context size with and without compaction.
-pub fn run(path: &Path, mut messages: Vec<Message>, config: &LooprailConfig) -> RunReport {
+pub fn run(name: &str, mut messages: Vec<Message>, config: &LooprailConfig) -> RunReport {
     config.audit.error_patterns.classify(&mut messages);
     // Every pass counts through one cache: each distinct message is BPE-counted once.
     let counter = Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::default())));
@@ -40,7 +38,7 @@ pub fn run(path: &Path, mut messages: Vec<Message>, config: &LooprailConfig) -> 
             .map_or(messages.len(), |(i, _)| i + 1);
         TokenLedger::default().sync(&messages[cut.min(messages.len())..], counter.as_ref())
     });
-    RunReport::new(path, replayed, tokens, saved_tokens)
+    RunReport::new(name, replayed, tokens, saved_tokens)
 }
 
 /// The conversation's peak size, and its peak with auto-compaction deciding before every model

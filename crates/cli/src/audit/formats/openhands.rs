@@ -1,0 +1,132 @@
+//! OpenHands event histories: an evaluation `output.jsonl` holds one run per line,
+//! `{"instance_id", "history": [event, ...], ...}`; a single run may also be a document with
+//! `history`. Events are OpenHands' serialized form: actions `{"id", "source", "action",
+//! "args", "message", "tool_call_metadata"?}` and observations `{"id", "source", "observation",
+//! "content", "extras", "cause"}` (the id of the action they answer).
+//!
+//! A user `message` is a user turn, an agent `message` assistant text, `system` the system
+//! prompt; every other agent action (`run`, `edit`, `read`, `run_ipython`, `browse`, `think`,
+//! `finish`, ...) is one tool call — named by its function call when the event records one,
+//! by the action otherwise, with `args` as arguments (`thought` becomes the assistant's text) —
+//! and the observation caused by it is its result. State changes, recalls and null events are
+//! bookkeeping and are skipped.
+
+use looprail::core::message::{Message, ToolCall, ToolResult};
+use serde_json::{Map, Value};
+
+/// Actions and observations that are the runtime's bookkeeping, not the agent's work.
+const SKIPPED: &[&str] = &["change_agent_state", "agent_state_changed", "recall", "null", "condensation"];
+/// Argument keys that describe how an action ran, not what it asked.
+const NOISE: &[&str] =
+    &["thought", "blocking", "hidden", "confirmation_state", "security_risk", "is_input", "impl_source"];
+
+/// True for a run object with an OpenHands `history` of events.
+pub fn detect(run: &Value) -> bool {
+    run.get("history").and_then(Value::as_array).is_some_and(|h| {
+        h.iter().take(5).any(|e| e.get("action").is_some() || e.get("observation").is_some())
+    })
+}
+
+/// The run's id (for a `path#id` name): `instance_id`, else `id`.
+pub fn run_id(run: &Value) -> Option<String> {
+    run.get("instance_id").or_else(|| run.get("id")).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// The run's messages.
+pub fn read(run: &Value) -> Result<Vec<Message>, String> {
+    let events = run.get("history").and_then(Value::as_array).ok_or("no `history` list")?;
+    let mut messages = Vec::with_capacity(events.len());
+    // Calls whose result has not come yet, by the event id that caused them.
+    let mut open: Vec<(i64, String)> = Vec::new();
+    for event in events {
+        let source = event.get("source").and_then(Value::as_str).unwrap_or_default();
+        if let Some(action) = event.get("action").and_then(Value::as_str) {
+            if SKIPPED.contains(&action) {
+                continue;
+            }
+            let args = event.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
+            let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            match (action, source) {
+                ("system", _) => messages.push(Message::system(text("content"))),
+                ("message", "user") => messages.push(Message::user(text("content"))),
+                ("message", _) => messages.push(Message::assistant(text("content"))),
+                _ => {
+                    let id = event.get("id").and_then(Value::as_i64).unwrap_or(messages.len() as i64);
+                    let call_id = format!("oh-{id}");
+                    let name = event
+                        .pointer("/tool_call_metadata/function_name")
+                        .and_then(Value::as_str)
+                        .unwrap_or(action)
+                        .to_owned();
+                    let arguments: Map<String, Value> = args
+                        .iter()
+                        .filter(|(k, _)| !NOISE.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    let thought = Some(text("thought")).filter(|t| !t.trim().is_empty());
+                    let call = ToolCall::new(&call_id, name, Value::Object(arguments).to_string());
+                    messages.push(Message::assistant_with_calls(thought, vec![call]));
+                    open.push((id, call_id));
+                }
+            }
+        } else if let Some(observation) = event.get("observation").and_then(Value::as_str) {
+            if SKIPPED.contains(&observation) {
+                continue;
+            }
+            let cause = event.get("cause").and_then(Value::as_i64);
+            let Some(position) = open.iter().position(|(id, _)| Some(*id) == cause) else { continue };
+            let (_, call_id) = open.remove(position);
+            let content = event.get("content").and_then(Value::as_str).unwrap_or_default();
+            let result = if observation == "error" {
+                ToolResult::error(&call_id, content)
+            } else {
+                ToolResult::ok(&call_id, content)
+            };
+            messages.push(Message::tool_result(result));
+        }
+    }
+    if messages.iter().all(|m| m.role != looprail::core::message::Role::User) {
+        return Err("an OpenHands history without the user's task".into());
+    }
+    Ok(messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_become_messages_calls_and_results() {
+        let run = serde_json::json!({
+            "instance_id": "django__django-1",
+            "history": [
+                {"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands."}, "message": ""},
+                {"id": 1, "source": "user", "action": "message", "args": {"content": "Fix the bug."}, "message": "Fix the bug."},
+                {"id": 2, "source": "environment", "observation": "agent_state_changed", "content": "", "extras": {"agent_state": "running"}},
+                {"id": 3, "source": "agent", "action": "run", "args": {"command": "pytest -x", "thought": "Run the tests.", "blocking": false}, "message": "Running", "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "toolu_1"}},
+                {"id": 4, "source": "agent", "observation": "run", "content": "1 failed", "extras": {"exit_code": 1}, "cause": 3},
+                {"id": 5, "source": "agent", "action": "edit", "args": {"path": "/a.py", "new_str": "x"}, "message": ""},
+                {"id": 6, "source": "agent", "observation": "error", "content": "File not found", "extras": {}, "cause": 5},
+                {"id": 7, "source": "agent", "action": "finish", "args": {"outputs": {}}, "message": "done"}
+            ]
+        });
+        assert!(detect(&run));
+        assert_eq!(run_id(&run).as_deref(), Some("django__django-1"));
+        let messages = read(&run).unwrap();
+        let calls: Vec<&ToolCall> = messages.iter().flat_map(Message::tool_calls).collect();
+        assert_eq!(
+            calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["execute_bash", "edit", "finish"]
+        );
+        assert_eq!(calls[0].arguments, r#"{"command":"pytest -x"}"#, "how it ran is not what it asked");
+        let results: Vec<&ToolResult> = messages.iter().flat_map(Message::tool_results).collect();
+        assert_eq!(results.len(), 2, "finish has no observation");
+        assert_eq!((results[0].content.as_str(), results[0].is_error), ("1 failed", false));
+        assert!(results[1].is_error);
+        let assistant = messages.iter().find(|m| m.tool_calls().next().is_some()).unwrap();
+        assert_eq!(assistant.joined_text().as_deref(), Some("Run the tests."));
+    }
+}

@@ -1,0 +1,88 @@
+//! SWE-agent `.traj` files: `{"trajectory": [{"thought", "action", "observation", ...}],
+//! "history": [{"role", "content", "message_type", "is_demo"?}], "info": {...}}` (SWE-agent's
+//! `TrajectoryStep` and `HistoryItem`). Each step becomes one assistant message with one call
+//! (tool = the action's first word, arguments `{"command": action}`) and its observation as
+//! the result; the task is the first non-demo user message of the history.
+
+use looprail::core::message::{Message, ToolCall, ToolResult};
+use serde_json::Value;
+
+/// True for a document with SWE-agent's `trajectory` list of steps.
+pub fn detect(doc: &Value) -> bool {
+    doc.get("trajectory").and_then(Value::as_array).is_some_and(|steps| {
+        steps.first().is_none_or(|s| s.get("action").is_some() && s.get("observation").is_some())
+    }) && doc.get("messages").is_none()
+}
+
+/// Text of a history item's content: a string, or a list of `{"type": "text", "text"}` parts.
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
+/// The run's messages.
+pub fn read(doc: &Value) -> Result<Vec<Message>, String> {
+    let steps = doc.get("trajectory").and_then(Value::as_array).ok_or("no `trajectory` list")?;
+    let mut messages = Vec::with_capacity(steps.len() * 2 + 2);
+    let history = doc.get("history").and_then(Value::as_array);
+    if let Some(system) =
+        history.and_then(|h| h.iter().find(|m| m.get("role").and_then(Value::as_str) == Some("system")))
+    {
+        messages.push(Message::system(text_of(system.get("content"))));
+    }
+    let task = history.and_then(|h| {
+        h.iter().find(|m| {
+            m.get("role").and_then(Value::as_str) == Some("user")
+                && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false)
+        })
+    });
+    messages.push(Message::user(
+        task.map_or_else(|| "(task not recorded)".to_owned(), |t| text_of(t.get("content"))),
+    ));
+    for (i, step) in steps.iter().enumerate() {
+        let field = |key: &str| step.get(key).and_then(Value::as_str).unwrap_or_default();
+        let action = field("action").trim();
+        let tool = action.split_whitespace().next().unwrap_or("submit");
+        let id = format!("swe-{i}");
+        let thought = Some(field("thought").to_owned()).filter(|t| !t.trim().is_empty());
+        let arguments = serde_json::json!({ "command": action }).to_string();
+        messages.push(Message::assistant_with_calls(thought, vec![ToolCall::new(&id, tool, arguments)]));
+        messages.push(Message::tool_result(ToolResult::ok(&id, field("observation"))));
+    }
+    Ok(messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_become_calls_with_their_observations() {
+        let doc = serde_json::json!({
+            "history": [
+                {"role": "system", "content": "You are SWE-agent.", "message_type": "thought"},
+                {"role": "user", "content": "demo task", "is_demo": true, "message_type": "observation"},
+                {"role": "user", "content": [{"type": "text", "text": "Fix the parser bug."}], "message_type": "observation"}
+            ],
+            "trajectory": [
+                {"thought": "Look first.", "action": "find_file parser.py", "observation": "Found 1 match", "response": "", "state": {}, "execution_time": 0.1, "query": [], "extra_info": {}},
+                {"thought": "", "action": "submit", "observation": "", "response": "", "state": {}, "execution_time": 0.1, "query": [], "extra_info": {}}
+            ],
+            "info": {"exit_status": "submitted"}
+        });
+        assert!(detect(&doc));
+        let messages = read(&doc).unwrap();
+        assert_eq!(messages[1].joined_text().as_deref(), Some("Fix the parser bug."), "demos are skipped");
+        let calls: Vec<&ToolCall> = messages.iter().flat_map(Message::tool_calls).collect();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].name, "find_file");
+        assert_eq!(calls[0].arguments, r#"{"command":"find_file parser.py"}"#);
+        assert_eq!(messages[3].tool_results().next().unwrap().content, "Found 1 match");
+        assert!(!detect(&serde_json::json!({"messages": []})));
+    }
+}
