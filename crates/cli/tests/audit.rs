@@ -202,3 +202,57 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
     assert!(errors[0]["error"].as_str().unwrap().contains("expected an OpenAI chat"), "{}", errors[0]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-cc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Claude Code stream-json: the main agent delegates; the sub-agent repeats one failing call.
+    let mut lines = vec![
+        serde_json::json!({"type": "system", "subtype": "init", "session_id": "s1"}),
+        serde_json::json!({"type": "user", "message": {"role": "user", "content": "Fix the build."}, "parent_tool_use_id": null, "session_id": "s1"}),
+        serde_json::json!({"type": "assistant", "message": {"id": "m0", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task", "input": {"prompt": "Find the error"}}]}, "parent_tool_use_id": null, "session_id": "s1"}),
+        serde_json::json!({"type": "user", "message": {"role": "user", "content": "Find the error"}, "parent_tool_use_id": "toolu_task", "session_id": "s1"}),
+    ];
+    for i in 0..12 {
+        let id = format!("toolu_{i}");
+        lines.push(serde_json::json!({"type": "assistant", "message": {"id": format!("m{}", i + 1), "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "make"}}]}, "parent_tool_use_id": "toolu_task", "session_id": "s1"}));
+        lines.push(serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "make: *** No rule to make target", "is_error": true}]}, "parent_tool_use_id": "toolu_task", "session_id": "s1"}));
+    }
+    lines.push(serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_task", "content": "no Makefile"}]}, "parent_tool_use_id": null, "session_id": "s1"}));
+    lines.push(
+        serde_json::json!({"type": "result", "subtype": "success", "result": "done", "session_id": "s1"}),
+    );
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(dir.join("session.jsonl"), text.join("\n")).unwrap();
+    // Codex rollout: two shell calls.
+    let rollout = [
+        serde_json::json!({"timestamp": "t", "type": "session_meta", "payload": {"id": "s2", "cwd": "/w"}}),
+        serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List and test"}]}}),
+        serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"ls\"]}", "call_id": "c1"}}),
+        serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "src"}}),
+        serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"cargo\",\"test\"]}", "call_id": "c2"}}),
+        serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c2", "output": "ok"}}),
+    ];
+    let text: Vec<String> = rollout.iter().map(|l| l.to_string()).collect();
+    std::fs::write(dir.join("rollout-1.jsonl"), text.join("\n")).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--json", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    let path = |r: &serde_json::Value| r["path"].as_str().unwrap().to_owned();
+    let main = runs.iter().find(|r| path(r).ends_with("session.jsonl")).expect("the main conversation");
+    assert_eq!(main["tool_calls"], 1, "only the Task call");
+    assert!(main["stop_reason"].is_null());
+    let sub = runs.iter().find(|r| path(r).ends_with("session.jsonl#toolu_task")).expect("the sub-agent");
+    assert_eq!(sub["tool_calls"], 12);
+    assert_eq!(sub["stop_reason"], "ask_human");
+    let codex = runs.iter().find(|r| path(r).ends_with("rollout-1.jsonl")).expect("the rollout");
+    assert_eq!(codex["tool_calls"], 2);
+    assert!(report["errors"].as_array().unwrap().is_empty(), "{}", report["errors"]);
+    let _ = std::fs::remove_dir_all(dir);
+}

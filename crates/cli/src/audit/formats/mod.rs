@@ -1,7 +1,11 @@
 //! The recorded-run formats the audit reads, detected from the content: OpenAI chat and
 //! Anthropic Messages logs (documents, arrays, JSONL), SWE-agent `.traj` files and OpenHands
-//! event histories (one run, or an evaluation `output.jsonl` with one run per line).
+//! event histories (one run, or an evaluation `output.jsonl` with one run per line), Claude
+//! Code logs (session files and the stream-json output, sub-agents as runs of their own) and
+//! Codex CLI rollouts.
 
+mod claude_code;
+mod codex;
 mod openhands;
 mod swe_agent;
 
@@ -14,11 +18,15 @@ pub type FoundRun = (Option<String>, Vec<Message>);
 
 const EXPECTED: &str = "expected an OpenAI chat or Anthropic Messages log (a `messages` document, an array or \
 JSONL of messages), a SWE-agent .traj (`trajectory` and `history`) or an OpenHands history (`history` of \
-events; output.jsonl with one run per line)";
+events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
+rollout (JSONL of `session_meta` and `response_item` lines)";
 
 /// Every run in `text`, or why none could be read.
 pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
     let trimmed = text.trim();
+    if let Some(runs) = agent_jsonl(trimmed)? {
+        return Ok(runs);
+    }
     // Only a file naming these keys can be a SWE-agent or OpenHands log: the common case, a
     // chat log, is parsed once, by the transcript reader.
     if !(trimmed.contains("\"trajectory\"") || trimmed.contains("\"history\"")) {
@@ -59,4 +67,41 @@ fn openhands_lines(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
         runs.push((Some(id), messages));
     }
     Ok(Some(runs))
+}
+
+/// A Claude Code log or a Codex rollout (`None` when the text is neither): JSONL whose lines
+/// carry a `type` and, for Claude Code, session ids or uuids.
+fn agent_jsonl(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
+    // Cheap checks first: a JSON document (one line or pretty-printed) is not parsed here.
+    let mut non_empty = text.lines().filter(|l| !l.trim().is_empty());
+    let (Some(first), Some(_)) = (non_empty.next(), non_empty.next()) else { return Ok(None) };
+    if !first.trim_start().starts_with('{') || !first.contains("\"type\"") {
+        return Ok(None);
+    }
+    let Ok(Value::Object(first)) = serde_json::from_str::<Value>(first) else { return Ok(None) };
+    if !first.contains_key("type") {
+        return Ok(None);
+    }
+    let mut lines = Vec::new();
+    for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        lines.push(
+            serde_json::from_str::<Value>(line)
+                .map_err(|e| format!("line {} is not JSON: {e}", index + 1))?,
+        );
+    }
+    let as_run = |chat: Vec<Value>| -> Result<Vec<Message>, String> {
+        let text = Value::Array(chat).to_string();
+        read_log(&text).map(|(_, messages)| messages).map_err(|e| e.to_string())
+    };
+    if codex::detect(&lines) {
+        return Ok(Some(vec![(None, as_run(codex::messages(&lines))?)]));
+    }
+    if claude_code::detect(&lines) {
+        return claude_code::conversations(&lines)
+            .into_iter()
+            .map(|(key, chat)| Ok((key, as_run(chat)?)))
+            .collect::<Result<Vec<_>, String>>()
+            .map(Some);
+    }
+    Ok(None)
 }

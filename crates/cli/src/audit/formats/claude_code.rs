@@ -1,0 +1,154 @@
+//! Claude Code logs, JSONL: the session files it keeps (`~/.claude/projects/.../<session>.jsonl`:
+//! lines `{"type": "user"|"assistant"|"summary"|..., "message": {...}, "uuid", "parentUuid",
+//! "isSidechain", "sessionId"}`) and its `--output-format stream-json` stream (lines
+//! `{"type": "assistant"|"user", "message": {...}, "parent_tool_use_id", "session_id"}` between
+//! a `system` init and a `result`). Messages are Anthropic Messages (`tool_use` and
+//! `tool_result` blocks). An assistant message streamed as several lines (one per content block,
+//! one `message.id`) is one turn again.
+//!
+//! Sub-agent (Task) conversations are kept apart from the main one: in the stream by their
+//! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each chain named by
+//! its first message's uuid.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// A conversation: `None` for the main one, the sub-agent's key otherwise, with its messages
+/// in Anthropic's `{"role", "content"}` form.
+pub type Conversation = (Option<String>, Vec<Value>);
+
+/// True when the first meaningful line looks like Claude Code's.
+pub fn detect(lines: &[Value]) -> bool {
+    lines.iter().take(10).any(|line| {
+        let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
+        matches!(kind, "user" | "assistant")
+            && line.get("message").is_some_and(|m| m.get("role").is_some())
+            && (line.get("sessionId").is_some()
+                || line.get("session_id").is_some()
+                || line.get("uuid").is_some()
+                || line.get("parent_tool_use_id").is_some())
+    })
+}
+
+/// The conversations of a log, main first, in order of appearance.
+pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
+    let mut order: Vec<Option<String>> = vec![None];
+    let mut by_key: HashMap<Option<String>, Vec<Value>> = HashMap::from([(None, Vec::new())]);
+    // Sidechain uuid -> the key of its chain.
+    let mut chain_of: HashMap<String, String> = HashMap::new();
+    // The `message.id` of the last assistant message per conversation, to merge its blocks.
+    let mut last_id: HashMap<Option<String>, String> = HashMap::new();
+    for line in lines {
+        let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
+        if !matches!(kind, "user" | "assistant") {
+            continue;
+        }
+        let Some(message) = line.get("message") else { continue };
+        let key = if let Some(parent) = line.get("parent_tool_use_id").and_then(Value::as_str) {
+            Some(parent.to_owned())
+        } else if line.get("isSidechain").and_then(Value::as_bool).unwrap_or(false) {
+            let uuid = line.get("uuid").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let parent = line.get("parentUuid").and_then(Value::as_str).unwrap_or_default();
+            let chain = chain_of.get(parent).cloned().unwrap_or_else(|| uuid.clone());
+            chain_of.insert(uuid, chain.clone());
+            Some(chain)
+        } else {
+            None
+        };
+        if !by_key.contains_key(&key) {
+            order.push(key.clone());
+            by_key.insert(key.clone(), Vec::new());
+        }
+        let conversation = by_key.entry(key.clone()).or_default();
+        let role = message.get("role").and_then(Value::as_str).unwrap_or(kind);
+        let content = match message.get("content") {
+            Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
+            Some(Value::Array(blocks)) => blocks.clone(),
+            _ => Vec::new(),
+        };
+        let id = message.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let continues = role == "assistant" && !id.is_empty() && last_id.get(&key) == Some(&id);
+        match conversation.last_mut() {
+            Some(last) if continues => {
+                if let Some(Value::Array(blocks)) = last.get_mut("content") {
+                    blocks.extend(content);
+                }
+            }
+            _ => conversation.push(serde_json::json!({"role": role, "content": content})),
+        }
+        if role == "assistant" {
+            last_id.insert(key, id);
+        } else {
+            last_id.remove(&key);
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|key| {
+            let messages = by_key.remove(&key)?;
+            (!messages.is_empty()).then_some((key, messages))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<Value> {
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    #[test]
+    fn the_stream_keeps_sub_agents_apart_and_merges_streamed_blocks() {
+        let log = lines(concat!(
+            r#"{"type":"system","subtype":"init","session_id":"s1","tools":["Bash","Task"]}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":"Fix the build."},"parent_tool_use_id":null,"session_id":"s1"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"Delegating."}]},"parent_tool_use_id":null,"session_id":"s1"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_task","name":"Task","input":{"prompt":"Find the error"}}]},"parent_tool_use_id":null,"session_id":"s1"}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":"Find the error"},"parent_tool_use_id":"toolu_task","session_id":"s1"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"make"}}]},"parent_tool_use_id":"toolu_task","session_id":"s1"}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_b","content":"error: x","is_error":true}]},"parent_tool_use_id":"toolu_task","session_id":"s1"}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_task","content":"x is undefined"}]},"parent_tool_use_id":null,"session_id":"s1"}"#,
+            "\n",
+            r#"{"type":"result","subtype":"success","result":"done","session_id":"s1"}"#,
+        ));
+        assert!(detect(&log));
+        let found = conversations(&log);
+        assert_eq!(found.len(), 2);
+        let (main, sub) = (&found[0], &found[1]);
+        assert_eq!(main.0, None);
+        assert_eq!(main.1.len(), 3, "user, one merged assistant turn, the Task result");
+        assert_eq!(main.1[1]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(sub.0.as_deref(), Some("toolu_task"));
+        assert_eq!(sub.1.len(), 3);
+    }
+
+    #[test]
+    fn session_files_keep_sidechains_apart() {
+        let log = lines(concat!(
+            r#"{"type":"summary","summary":"Build fix","leafUuid":"u3"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":false,"sessionId":"s","message":{"role":"user","content":"Fix it"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"c1","parentUuid":"u1","isSidechain":true,"sessionId":"s","message":{"role":"user","content":"Sub task"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"c2","parentUuid":"c1","isSidechain":true,"sessionId":"s","message":{"id":"m9","role":"assistant","content":[{"type":"text","text":"Sub done"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"u2","parentUuid":"u1","isSidechain":false,"sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Done"}]}}"#,
+        ));
+        assert!(detect(&log));
+        let found = conversations(&log);
+        assert_eq!(found.iter().map(|c| c.0.clone()).collect::<Vec<_>>(), [None, Some("c1".to_owned())]);
+        assert_eq!(found[0].1.len(), 2);
+        assert_eq!(found[1].1.len(), 2);
+    }
+}

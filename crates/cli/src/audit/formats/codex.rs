@@ -1,0 +1,137 @@
+//! Codex CLI session rollouts (`~/.codex/sessions/.../rollout-*.jsonl`): lines
+//! `{"timestamp", "type": "session_meta"|"response_item"|"event_msg"|"turn_context", "payload"}`
+//! (older files: the response items themselves after a first metadata line). Response items
+//! are Responses-API items: `message` (`role` user/assistant/developer, `content` of
+//! `input_text`/`output_text` parts), `function_call` (`name`, `arguments`, `call_id`) and its
+//! `function_call_output`, `custom_tool_call` / `custom_tool_call_output`, `local_shell_call`;
+//! reasoning is skipped. The environment and instruction preambles Codex sends as user
+//! messages are context, not user turns.
+
+use serde_json::Value;
+
+/// The items of a rollout, unwrapped.
+fn items(lines: &[Value]) -> impl Iterator<Item = &Value> {
+    lines.iter().filter_map(|line| match line.get("type").and_then(Value::as_str) {
+        Some("response_item") => line.get("payload"),
+        Some(
+            "message"
+            | "function_call"
+            | "function_call_output"
+            | "custom_tool_call"
+            | "custom_tool_call_output"
+            | "local_shell_call"
+            | "reasoning",
+        ) => Some(line),
+        _ => None,
+    })
+}
+
+/// True for a rollout: a `session_meta` line or response items.
+pub fn detect(lines: &[Value]) -> bool {
+    lines.iter().take(5).any(|l| l.get("type").and_then(Value::as_str) == Some("session_meta"))
+        || (lines.iter().take(10).any(|l| {
+            matches!(l.get("type").and_then(Value::as_str), Some("function_call" | "function_call_output"))
+        }) && lines.iter().all(|l| l.get("role").is_none() || l.get("type").is_some()))
+}
+
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
+        Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// The conversation as OpenAI chat messages (`system`, `user`, `assistant` with `tool_calls`,
+/// `tool`).
+pub fn messages(lines: &[Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for item in items(lines) {
+        match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "message" => {
+                let text = text_of(item.get("content"));
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
+                let preamble = text.trim_start().starts_with("<environment_context>")
+                    || text.trim_start().starts_with("<user_instructions>");
+                let role = match role {
+                    "developer" | "system" => "system",
+                    "user" if preamble => "system",
+                    other => other,
+                };
+                out.push(serde_json::json!({"role": role, "content": text}));
+            }
+            kind @ ("function_call" | "custom_tool_call" | "local_shell_call") => {
+                let call_id = item
+                    .get("call_id")
+                    .or_else(|| item.get("id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let (name, arguments) = match kind {
+                    "function_call" => (
+                        item.get("name").and_then(Value::as_str).unwrap_or("function").to_owned(),
+                        item.get("arguments").and_then(Value::as_str).unwrap_or("{}").to_owned(),
+                    ),
+                    "custom_tool_call" => (
+                        item.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned(),
+                        serde_json::json!({"input": item.get("input").cloned().unwrap_or(Value::Null)})
+                            .to_string(),
+                    ),
+                    _ => (
+                        "local_shell".to_owned(),
+                        item.get("action").cloned().unwrap_or(Value::Null).to_string(),
+                    ),
+                };
+                let call = serde_json::json!({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}});
+                // Parallel calls of one turn share its assistant message.
+                match out.last_mut() {
+                    Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
+                        if let Some(Value::Array(calls)) = last.get_mut("tool_calls") {
+                            calls.push(call);
+                        }
+                    }
+                    _ => out.push(
+                        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [call]}),
+                    ),
+                }
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                let call_id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
+                let output = text_of(item.get("output"));
+                out.push(serde_json::json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rollout_becomes_a_chat_with_calls_and_outputs() {
+        let log: Vec<Value> = [
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"s","cwd":"/w","cli_version":"0.46.0"}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd /w</environment_context>"}]}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Run the tests"}]}}"#,
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"Run the tests"}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":[]}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"cargo\",\"test\"]}","call_id":"call_1"}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"ok\"}"}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"All green."}]}}"#,
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+        assert!(detect(&log));
+        let chat = messages(&log);
+        let roles: Vec<&str> = chat.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
+        assert_eq!(chat[2]["tool_calls"][0]["function"]["name"], "shell");
+        assert_eq!(chat[3]["tool_call_id"], "call_1");
+    }
+}
