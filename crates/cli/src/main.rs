@@ -2,7 +2,7 @@
 //!
 //! - `looprail demo`: scripted scenarios through the full default stack on embedded defaults
 //!   (no API key, no server); exits 0 only if every scenario behaved as expected.
-//! - `looprail audit [--config FILE] [--preset NAME] [--json] PATH...`: replays recorded runs offline through the
+//! - `looprail audit [--config FILE] [--preset NAME] [--json] [--html FILE] PATH...`: replays recorded runs offline through the
 //!   guard and context stack and reports where it would have intervened.
 //! - `looprail run`, `submit`, `worker`, `wait`, `runs`, `resume`, `answer`, `resolve`,
 //!   `cancel`: a live agent on a real
@@ -47,6 +47,9 @@ enum Command {
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// Also write a self-contained HTML report (summary, sortable runs, timelines) here.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Replace the guardrails section with a named preset: novelty (the default),
         /// s2-literal, s1-consecutive, s3-repeat-hint, s0-reflection, looprail-0.1.
         #[arg(long, value_parser = parse_preset)]
@@ -128,12 +131,16 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Demo { quiet } => return demo::run(quiet),
-        Command::Audit { config, json, preset, paths } => {
+        Command::Audit { config, json, html, preset, paths } => {
             load_config(config.as_ref()).and_then(|mut config| {
                 if let Some(preset) = preset {
                     config.guardrails = preset.config();
                 }
                 let report = audit::audit(&paths, &config, !json)?;
+                if let Some(path) = &html {
+                    std::fs::write(path, audit::html::render(&report))
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                }
                 if json {
                     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
                     println!("{text}");

@@ -2,6 +2,7 @@
 //! stack a live run uses (B5), and report where it would have intervened and what it saves.
 
 mod formats;
+pub mod html;
 mod load;
 mod report;
 mod simulate;

@@ -39,7 +39,9 @@ pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
             return Ok(vec![(None, swe_agent::read(&doc)?)]);
         }
         if openhands::detect(&doc) {
-            return Ok(vec![(None, openhands::read(&doc)?)]);
+            // One line of an `output.jsonl` is still named by its instance.
+            let id = if trimmed.contains('\n') { None } else { openhands::run_id(&doc) };
+            return Ok(vec![(id, openhands::read(&doc)?)]);
         }
     } else if let Some(runs) = openhands_lines(trimmed)? {
         return Ok(runs);
