@@ -10,6 +10,7 @@
 //!   their last tag; a dry run unless told otherwise (see [`release`]).
 //! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
 
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
@@ -252,7 +253,67 @@ fn bench() -> Result<(), String> {
             }
         }
     }
+    failed += audit_speed()?;
     if failed == 0 { Ok(()) } else { Err(format!("{failed} figure(s) missed their target")) }
+}
+
+/// Seconds one run of `program args` takes (its output is discarded).
+fn timed(program: &str, args: &[&str]) -> Result<f64, String> {
+    let started = std::time::Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    if !status.success() {
+        return Err(format!("{program} {} failed", args.join(" ")));
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The whole audit (all detectors, budgets, token peaks with and without compaction) against a
+/// Python script applying one rule to the same files (xtask/scripts/one_rule.py), median of 5
+/// alternating pairs, whole processes; the target is the audit at least 2x faster. Skipped
+/// without ../shared/trajectories or python3. Returns the number of missed targets.
+fn audit_speed() -> Result<usize, String> {
+    let root = Path::new("../shared/trajectories");
+    if !root.is_dir() || Command::new("python3").arg("--version").output().is_err() {
+        println!("{:<44} {:>12} {:>10} {:>6}", "audit vs one-rule Python script", "skipped", "", "");
+        return Ok(0);
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let built = Command::new(&cargo)
+        .args(["build", "--release", "-q", "-p", "looprail-cli"])
+        .status()
+        .map_err(|e| format!("cannot build looprail: {e}"))?;
+    if !built.success() {
+        return Err("building looprail failed".into());
+    }
+    let root = root.display().to_string();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        ours.push(timed("target/release/looprail", &["audit", "--json", &root])?);
+        theirs.push(timed("python3", &["xtask/scripts/one_rule.py", &root])?);
+    }
+    let (ours, theirs) = (median(ours), median(theirs));
+    let ratio = theirs / ours;
+    let pass = ratio >= 2.0;
+    println!("{:<44} {:>9.2} s {:>10} {:>6}", "audit, 791 runs (whole process)", ours, "", "");
+    println!("{:<44} {:>9.2} s {:>10} {:>6}", "one-rule Python script, same files", theirs, "", "");
+    println!(
+        "{:<44} {:>11.2}x {:>10} {:>6}",
+        "audit speed vs the Python script",
+        ratio,
+        ">= 2x",
+        if pass { "pass" } else { "FAIL" }
+    );
+    Ok(usize::from(!pass))
 }
 
 /// The crates in dependency order (each after everything it depends on), with their folders.
