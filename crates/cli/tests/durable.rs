@@ -274,3 +274,40 @@ async fn after_sigkill_the_reconciler_finds_the_run_and_resume_finishes_it() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Thursday"));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_can_be_queued_for_a_worker() {
+    let dir = temp_dir("answer-queue");
+    let server =
+        FakeServer::start(vec![json_call("c1", "ask_human", r#"{"question": "Which quarter?"}"#)]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "Summarise the report")).await;
+    assert_eq!(out.status.code(), Some(4));
+    let id = run_id(&out);
+    let server = FakeServer::start(vec![json_text("The Q3 report: sales rose.")]).await;
+    let store = dir.join("runs.db").display().to_string();
+    let base = format!("{}/v1", server.url);
+    let out = looprail_keyed(vec![
+        "answer".into(),
+        "--queue".into(),
+        "--base-url".into(),
+        base,
+        "--store".into(),
+        store.clone(),
+        id.clone(),
+        "Q3".into(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(server.requests().is_empty(), "queued: nothing ran yet");
+    assert!(runs_table(&dir).lines().any(|l| l.starts_with(&id) && l.contains("queued")));
+    let worker =
+        looprail_keyed(vec!["worker".into(), "--store".into(), store.clone(), "--exit-when-idle".into()])
+            .await;
+    assert_eq!(worker.status.code(), Some(0), "{}", String::from_utf8_lossy(&worker.stderr));
+    let out = looprail_keyed(vec!["wait".into(), "--store".into(), store, id.clone()]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("The Q3 report"));
+    let sent = server.requests()[0].body.to_string();
+    assert!(sent.contains("\"Q3\""), "the worker went on from the answer: {sent}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -117,6 +117,48 @@ impl Runner {
         .await
     }
 
+    /// Like [`Runner::answer`], but leaves the answered run `queued` for a worker instead of
+    /// driving it here: the answer is checkpointed with the run, and whoever executes it goes
+    /// on from there.
+    pub async fn answer_queued(&self, run_id: &str, text: &str) -> Result<(), JournalError> {
+        let Waiting::Question { .. } = self.waiting(run_id).await? else {
+            return Err(JournalError::NotWaiting {
+                run_id: run_id.to_owned(),
+                reason: "waits for a verdict on a tool call, not for an answer".into(),
+            });
+        };
+        let checkpoint = self.store.latest_checkpoint(run_id).await?.ok_or_else(|| {
+            JournalError::NotResumable { run_id: run_id.to_owned(), reason: "it has no checkpoint".into() }
+        })?;
+        self.take_over(run_id).await?;
+        let row = self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
+        let journal = self.journal(&row.lane).await?;
+        let guards = self.guards_for(run_id, &journal);
+        let mut run = Run::restore(checkpoint.header, checkpoint.messages, guards, (self.policy)())?;
+        run.provide_human_reply(text)?;
+        self.store
+            .save_checkpoint(
+                run_id,
+                looprail_loop_core::store::CheckpointKind::Input,
+                &run.header(),
+                run.messages(),
+            )
+            .await?;
+        self.store.set_status(run_id, RunStatus::Queued).await
+    }
+
+    /// Like [`Runner::resolve`], but leaves the run `queued` for a worker.
+    pub async fn resolve_queued(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        resolution: Resolution,
+    ) -> Result<(), JournalError> {
+        self.record_verdict(run_id, call_id, &resolution).await?;
+        self.take_over(run_id).await?;
+        self.store.set_status(run_id, RunStatus::Queued).await
+    }
+
     /// Records a human's verdict on the unsafe call `call_id` and resumes the run: a done call
     /// is replayed with the given result, a retried one runs again, a skipped one reports
     /// [`SKIPPED`] to the model.
@@ -126,6 +168,18 @@ impl Runner {
         call_id: &str,
         resolution: Resolution,
     ) -> Result<Resumed, JournalError> {
+        self.record_verdict(run_id, call_id, &resolution).await?;
+        self.take_over(run_id).await?;
+        self.continue_run(run_id).await
+    }
+
+    /// Checks that the run waits for a verdict on `call_id` and records it.
+    async fn record_verdict(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        resolution: &Resolution,
+    ) -> Result<(), JournalError> {
         match self.waiting(run_id).await? {
             Waiting::UnsafeCall { call_id: waiting, .. } if waiting == call_id => {}
             other => {
@@ -135,13 +189,11 @@ impl Runner {
                 });
             }
         }
-        match &resolution {
-            Resolution::Done(result) => self.store.resolve_tool_call(run_id, call_id, result, false).await?,
-            Resolution::Skip => self.store.resolve_tool_call(run_id, call_id, SKIPPED, true).await?,
-            Resolution::Retry => self.store.forget_tool_call(run_id, call_id).await?,
+        match resolution {
+            Resolution::Done(result) => self.store.resolve_tool_call(run_id, call_id, result, false).await,
+            Resolution::Skip => self.store.resolve_tool_call(run_id, call_id, SKIPPED, true).await,
+            Resolution::Retry => self.store.forget_tool_call(run_id, call_id).await,
         }
-        self.take_over(run_id).await?;
-        self.continue_run(run_id).await
     }
 
     /// What the run waits for; an error when it is not waiting on a human.

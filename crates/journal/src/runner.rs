@@ -302,7 +302,7 @@ impl Runner {
         lane.strip_prefix("conversation:").unwrap_or(lane)
     }
 
-    async fn journal(&self, lane: &str) -> Result<JournalHandle, JournalError> {
+    pub(crate) async fn journal(&self, lane: &str) -> Result<JournalHandle, JournalError> {
         let stored = self.store.load_journal(Self::conversation(lane)).await?;
         let journal = match stored {
             Some(value) => serde_json::from_value(value).map_err(|e| JournalError::corrupt("journals", e))?,
@@ -311,7 +311,7 @@ impl Runner {
         Ok(JournalHandle::new(journal))
     }
 
-    fn guards_for(&self, run_id: &str, journal: &JournalHandle) -> Vec<Box<dyn Guard>> {
+    pub(crate) fn guards_for(&self, run_id: &str, journal: &JournalHandle) -> Vec<Box<dyn Guard>> {
         let mut all = guards::defaults(&self.config);
         all.extend((self.guards)());
         all.push(Box::new(ResumeSafety::new(run_id)));
@@ -389,7 +389,19 @@ impl Runner {
     }
 
     /// Executes a run this worker claimed (its status is `running`).
+    ///
+    /// A run that already has a resumable checkpoint (one a human answered and queued) goes on
+    /// from it instead of starting over.
     pub async fn execute(&self, run_id: &str) -> Result<Outcome, JournalError> {
+        if self.store.latest_resumable(run_id).await?.is_some() {
+            return match self.continue_run(run_id).await? {
+                Resumed::Ran(outcome) => Ok(outcome),
+                Resumed::Halted(halt) => Err(JournalError::WaitsOnHuman {
+                    run_id: run_id.to_owned(),
+                    what: format!("a decision ({halt:?})"),
+                }),
+            };
+        }
         self.execute_one(run_id).await.map(|(outcome, _)| outcome)
     }
 

@@ -80,6 +80,9 @@ pub struct AnswerArgs {
     pub run_id: String,
     /// The answer.
     pub text: String,
+    /// Record the answer and leave the run queued for a `looprail worker` instead of driving it here.
+    #[arg(long)]
+    pub queue: bool,
 }
 
 /// Arguments of `looprail resolve`.
@@ -101,6 +104,9 @@ pub struct ResolveArgs {
     /// Do not run it; tell the model it was skipped.
     #[arg(long)]
     pub skip: bool,
+    /// Record the verdict and leave the run queued for a `looprail worker` instead of driving it here.
+    #[arg(long)]
+    pub queue: bool,
 }
 
 /// Arguments of `looprail worker`.

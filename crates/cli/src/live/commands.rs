@@ -110,6 +110,16 @@ pub fn answer(args: AnswerArgs) -> Result<u8, String> {
     runtime()?.block_on(async {
         let shutdown = shutdown_token();
         let (runner, recipe) = existing_run(&args.model, &args.run_id, shutdown.clone()).await?;
+        if args.queue {
+            // The worker executes the run as it is now described, flags included.
+            runner.store().set_recipe(&args.run_id, &recipe.to_json()?).await.map_err(|e| e.to_string())?;
+            runner.answer_queued(&args.run_id, &args.text).await.map_err(|e| e.to_string())?;
+            eprintln!(
+                "answered; the run is queued for a worker (follow it with `looprail wait {}`)",
+                args.run_id
+            );
+            return Ok(crate::exit::COMPLETED);
+        }
         let outcome = runner.answer(&args.run_id, &args.text).await.map_err(|e| e.to_string())?;
         Ok(shown(&args.run_id, &outcome, &recipe, &shutdown))
     })
@@ -125,6 +135,17 @@ pub fn resolve(args: ResolveArgs) -> Result<u8, String> {
     runtime()?.block_on(async {
         let shutdown = shutdown_token();
         let (runner, recipe) = existing_run(&args.model, &args.run_id, shutdown.clone()).await?;
+        if args.queue {
+            runner
+                .resolve_queued(&args.run_id, &args.call_id, resolution)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "recorded; the run is queued for a worker (follow it with `looprail wait {}`)",
+                args.run_id
+            );
+            return Ok(crate::exit::COMPLETED);
+        }
         match runner.resolve(&args.run_id, &args.call_id, resolution).await.map_err(|e| e.to_string())? {
             Resumed::Ran(outcome) => Ok(shown(&args.run_id, &outcome, &recipe, &shutdown)),
             Resumed::Halted(halt) => {

@@ -10,6 +10,18 @@ use super::*;
 impl SqliteStore {
     // ---- runs and lanes (F31) ----
 
+    /// Replaces a run's recipe (a human continuing it on another server, say).
+    pub async fn set_recipe(&self, run_id: &str, recipe: &serde_json::Value) -> Result<(), JournalError> {
+        let done = sqlx::query("UPDATE runs SET recipe = ?, updated_at = ? WHERE run_id = ?")
+            .bind(recipe.to_string())
+            .bind(now_ms())
+            .bind(run_id)
+            .execute(&self.pool)
+            .await
+            .map_err(self.db())?;
+        touched(&done, || run_id.to_owned())
+    }
+
     /// Records a run as queued, without starting it: a worker (or the submitter, with
     /// [`SqliteStore::claim_run`]) starts it when its lane is free.
     pub async fn enqueue(&self, spec: &RunSpec) -> Result<(), JournalError> {
