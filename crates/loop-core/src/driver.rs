@@ -2,6 +2,7 @@
 //! checkpoints, events) with tokio, and observes cancellation at the engine's boundaries.
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -143,6 +144,19 @@ impl Driver {
     /// Drives `run` until it finishes or waits on a human. Safe to call again on a restored
     /// run or after [`Run::provide_human_reply`].
     pub async fn drive(&self, run: &mut Run) -> Result<Outcome, DriverError> {
+        let span = crate::telemetry::agent_span(&self.run_id());
+        let result = self.drive_inner(run).instrument(span.clone()).await;
+        match &result {
+            Ok(outcome) if !outcome.state.is_terminal() || outcome.state == RunState::Completed => {}
+            Ok(outcome) => {
+                crate::telemetry::record_error(&span, &format!("{:?}", outcome.state).to_lowercase())
+            }
+            Err(_) => crate::telemetry::record_error(&span, "driver_error"),
+        }
+        result
+    }
+
+    async fn drive_inner(&self, run: &mut Run) -> Result<Outcome, DriverError> {
         let base = run.elapsed();
         let start = tokio::time::Instant::now();
         let tick = |cancel: &CancellationToken| Tick {
@@ -168,7 +182,17 @@ impl Driver {
                         request.instruction = Some(note.trim_start());
                     }
                     let hard = run.config().budget.hard_time_limit_secs;
-                    match self.interruptible(hard, self.call_model(&request), base, start).await {
+                    let span = crate::telemetry::chat_span(
+                        self.provider.provider_name(),
+                        self.provider.model(),
+                        request.purpose,
+                    );
+                    let result = self
+                        .interruptible(hard, self.call_model(&request), base, start)
+                        .instrument(span.clone())
+                        .await;
+                    crate::telemetry::record_model_result(&span, &result);
+                    match result {
                         Ok(response) => Input::ModelReply(response),
                         Err(error) => Input::ModelFailed(error),
                     }
@@ -239,10 +263,20 @@ impl Driver {
             instruction: Some(&request.instruction),
             purpose: CallPurpose::Summary,
         };
-        match tokio::time::timeout(self.summary_timeout, provider.complete(&call)).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(_) => Err(format!("the summary call timed out after {:?}", self.summary_timeout)),
+        let span =
+            crate::telemetry::chat_span(provider.provider_name(), provider.model(), CallPurpose::Summary);
+        let result = tokio::time::timeout(self.summary_timeout, provider.complete(&call))
+            .instrument(span.clone())
+            .await;
+        match result {
+            Ok(result) => {
+                crate::telemetry::record_model_result(&span, &result);
+                result.map_err(|error| error.to_string())
+            }
+            Err(_) => {
+                crate::telemetry::record_error(&span, "timeout");
+                Err(format!("the summary call timed out after {:?}", self.summary_timeout))
+            }
         }
     }
 

@@ -43,6 +43,21 @@ pub async fn call_once(
     tools: &ToolSet,
     cx: &ExecContext,
 ) -> Result<ToolResult, (ToolResult, ToolError)> {
+    use tracing::Instrument;
+    let span = crate::telemetry::tool_span(&call.name, &call.id);
+    let result = call_unobserved(call, tools, cx).instrument(span.clone()).await;
+    if let Err((_, error)) = &result {
+        let kind = serde_json::to_value(error.kind).ok().and_then(|v| v.as_str().map(str::to_owned));
+        crate::telemetry::record_error(&span, kind.as_deref().unwrap_or("tool_error"));
+    }
+    result
+}
+
+async fn call_unobserved(
+    call: &ToolCall,
+    tools: &ToolSet,
+    cx: &ExecContext,
+) -> Result<ToolResult, (ToolResult, ToolError)> {
     let Some(tool) = tools.get(&call.name) else {
         let error = ToolError::failed(format!("there is no tool named `{}`", call.name));
         return Err((error_result(&call.id, &error).with_flag(FLAG_UNKNOWN_TOOL), error));

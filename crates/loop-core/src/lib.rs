@@ -54,6 +54,7 @@ pub mod price;
 pub mod provider;
 pub mod state;
 pub mod store;
+pub mod telemetry;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod tool;

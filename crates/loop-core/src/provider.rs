@@ -295,6 +295,12 @@ pub trait Provider: Send + Sync {
     /// The model this provider calls, for events and cost attribution.
     fn model(&self) -> &str;
 
+    /// The provider's name for telemetry (`gen_ai.provider.name`: `openai`, `anthropic`...);
+    /// wrappers report the provider they wrap.
+    fn provider_name(&self) -> &str {
+        "unknown"
+    }
+
     /// One complete (non-streaming) call.
     async fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError>;
 

@@ -146,6 +146,9 @@ impl Provider for SharedProvider {
     fn model(&self) -> &str {
         self.0.model()
     }
+    fn provider_name(&self) -> &str {
+        self.0.provider_name()
+    }
     fn supports_tool_choice(&self) -> bool {
         self.0.supports_tool_choice()
     }

@@ -65,6 +65,10 @@ impl<P: Provider> Provider for Recorder<P> {
         self.inner.model()
     }
 
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
     fn supports_tool_choice(&self) -> bool {
         self.inner.supports_tool_choice()
     }

@@ -69,6 +69,10 @@ impl Provider for FallbackChain {
         self.providers.first().map_or("", |p| p.model())
     }
 
+    fn provider_name(&self) -> &str {
+        self.providers.first().map_or("unknown", |p| p.provider_name())
+    }
+
     fn supports_tool_choice(&self) -> bool {
         self.providers.iter().all(|p| p.supports_tool_choice())
     }

@@ -130,6 +130,10 @@ impl<P: Provider> Provider for Retry<P> {
         self.inner.model()
     }
 
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
     fn supports_tool_choice(&self) -> bool {
         self.inner.supports_tool_choice()
     }

@@ -49,6 +49,10 @@ impl Provider for AnthropicClient {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        "anthropic"
+    }
+
     async fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
         let response =
             http::post(&self.http, &self.url(), &self.headers, &self.body(request, false), None).await?;

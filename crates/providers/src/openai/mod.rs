@@ -48,6 +48,10 @@ impl Provider for OpenAiClient {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     async fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
         let response =
             http::post(&self.http, &self.url(), &self.headers, &self.body(request, false), None).await?;

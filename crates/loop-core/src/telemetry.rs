@@ -1,0 +1,115 @@
+//! Spans following the OpenTelemetry GenAI semantic conventions, emitted through `tracing`
+//! (libraries only emit; an exporter, such as `tracing-opentelemetry`, lives in the binary):
+//! `invoke_agent` for a run, `chat` for each model call (summaries and fallback replies
+//! included) and `execute_tool` for each tool call attempt, nested in that order. Attribute
+//! names are the conventions' own; a failure sets `error.type` and `otel.status_code`. No
+//! message content is recorded.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::provider::{CallPurpose, ModelResponse, ProviderError, StopReason};
+
+/// `gen_ai.operation.name`.
+pub const OPERATION_NAME: &str = "gen_ai.operation.name";
+/// `gen_ai.provider.name`.
+pub const PROVIDER_NAME: &str = "gen_ai.provider.name";
+/// `gen_ai.request.model`.
+pub const REQUEST_MODEL: &str = "gen_ai.request.model";
+/// `gen_ai.response.model`.
+pub const RESPONSE_MODEL: &str = "gen_ai.response.model";
+/// `gen_ai.usage.input_tokens`.
+pub const INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
+/// `gen_ai.usage.output_tokens`.
+pub const OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+/// `gen_ai.response.finish_reasons`.
+pub const FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
+/// `gen_ai.tool.name`.
+pub const TOOL_NAME: &str = "gen_ai.tool.name";
+/// `gen_ai.tool.call.id`.
+pub const TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
+/// `error.type`.
+pub const ERROR_TYPE: &str = "error.type";
+
+/// The span of a whole run (`invoke_agent`).
+pub fn agent_span(run_id: &str) -> Span {
+    tracing::info_span!(
+        target: "looprail",
+        "invoke_agent",
+        "otel.name" = "invoke_agent looprail",
+        "gen_ai.operation.name" = "invoke_agent",
+        "gen_ai.agent.name" = "looprail",
+        "gen_ai.conversation.id" = run_id,
+        "error.type" = Empty,
+        "otel.status_code" = Empty,
+    )
+}
+
+/// The span of one model call (`chat`).
+pub fn chat_span(provider: &str, model: &str, purpose: CallPurpose) -> Span {
+    tracing::info_span!(
+        target: "looprail",
+        "chat",
+        "otel.name" = format!("chat {model}"),
+        "gen_ai.operation.name" = "chat",
+        "gen_ai.provider.name" = provider,
+        "gen_ai.request.model" = model,
+        "gen_ai.response.model" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.response.finish_reasons" = Empty,
+        "looprail.call.purpose" = format!("{purpose:?}").to_lowercase(),
+        "error.type" = Empty,
+        "otel.status_code" = Empty,
+    )
+}
+
+/// The span of one tool call attempt (`execute_tool`).
+pub fn tool_span(tool: &str, call_id: &str) -> Span {
+    tracing::info_span!(
+        target: "looprail",
+        "execute_tool",
+        "otel.name" = format!("execute_tool {tool}"),
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = tool,
+        "gen_ai.tool.call.id" = call_id,
+        "error.type" = Empty,
+        "otel.status_code" = Empty,
+    )
+}
+
+/// The conventions' name for a stop reason.
+pub fn finish_reason(reason: &StopReason) -> &str {
+    match reason {
+        StopReason::EndTurn => "stop",
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens => "length",
+        StopReason::StopSequence => "stop",
+        StopReason::Refusal => "content_filter",
+        StopReason::Other(other) => other,
+    }
+}
+
+/// Records a model call's result on its span.
+pub fn record_model_result(span: &Span, result: &Result<ModelResponse, ProviderError>) {
+    match result {
+        Ok(response) => {
+            span.record(RESPONSE_MODEL, response.model.as_str());
+            span.record(FINISH_REASONS, finish_reason(&response.stop_reason));
+            if let Some(usage) = &response.usage {
+                span.record(INPUT_TOKENS, usage.input_tokens);
+                span.record(OUTPUT_TOKENS, usage.output_tokens);
+            }
+        }
+        Err(error) => {
+            let kind = serde_json::to_value(error.kind).ok().and_then(|v| v.as_str().map(str::to_owned));
+            record_error(span, kind.as_deref().unwrap_or("provider_error"));
+        }
+    }
+}
+
+/// Marks a span as failed with `error_type`.
+pub fn record_error(span: &Span, error_type: &str) {
+    span.record(ERROR_TYPE, error_type);
+    span.record("otel.status_code", "ERROR");
+}
