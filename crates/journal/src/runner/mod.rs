@@ -22,7 +22,13 @@ use crate::delegate::{Delegate, DelegationConfig};
 use crate::envelope::{EnvelopeExecutor, ResumeSafety};
 use crate::error::{JournalError, ResumeHalt};
 use crate::run_journal::{JournalHandle, RunJournal};
-use crate::store::{RunSpec, RunStatus, SqliteStore, Submitted, now_ms};
+use crate::store::{RunStatus, SqliteStore, now_ms};
+
+mod builder;
+mod lanes;
+mod support;
+
+use support::{AbortOnDrop, PolicyBox};
 
 type GuardFactory = Arc<dyn Fn() -> Vec<Box<dyn Guard>> + Send + Sync>;
 type PolicyFactory = Arc<dyn Fn() -> Box<dyn ContextPolicy> + Send + Sync>;
@@ -123,176 +129,6 @@ impl Runner {
         }
     }
 
-    /// The loop configuration.
-    #[must_use]
-    pub fn with_config(mut self, config: LoopConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Guards added to every run (built fresh for each, their state restored on resume).
-    #[must_use]
-    pub fn with_guards(mut self, guards: impl Fn() -> Vec<Box<dyn Guard>> + Send + Sync + 'static) -> Self {
-        self.guards = Arc::new(guards);
-        self
-    }
-
-    /// The context policy of every run.
-    #[must_use]
-    pub fn with_policy(
-        mut self,
-        policy: impl Fn() -> Box<dyn ContextPolicy> + Send + Sync + 'static,
-    ) -> Self {
-        self.policy = Arc::new(policy);
-        self
-    }
-
-    /// The executor inside the envelope (a retrying one, say).
-    #[must_use]
-    pub fn with_executor(mut self, executor: Arc<dyn ToolExecutor>) -> Self {
-        self.executor = executor;
-        self
-    }
-
-    /// How often a running run records its heartbeat and checks for a cancel request.
-    #[must_use]
-    pub fn with_heartbeat(mut self, every: Duration) -> Self {
-        self.heartbeat_every = every;
-        self
-    }
-
-    /// Heartbeat, staleness and cancel timeout from the config file's `[journal]` section.
-    #[must_use]
-    pub fn with_journal_config(mut self, config: &crate::JournalConfig) -> Self {
-        self.heartbeat_every = config.heartbeat();
-        self.stale_after = config.stale_after();
-        self.cancel_timeout = config.cancel_timeout();
-        self
-    }
-
-    /// Whether [`Runner::start`] also executes the other runs of its lane that become due when
-    /// a run ends (the default, for a worker that owns every run it sees). A process that only
-    /// runs its own submissions (`looprail run`) turns it off: the next run of the lane is then
-    /// started for its owner, who waits for it with [`Runner::wait_and_execute`], and executes
-    /// it with its own provider and tools.
-    #[must_use]
-    pub fn with_lane_draining(mut self, on: bool) -> Self {
-        self.drain_lane = on;
-        self
-    }
-
-    /// Runs the reconciler (F33) with this runner's staleness and cancel timeout and publishes
-    /// `agent_run.reconcile` on the event stream.
-    pub async fn reconcile(&self) -> Result<crate::ReconcileReport, JournalError> {
-        let report = self.store.reconcile(now_ms(), self.stale_after, self.cancel_timeout).await?;
-        self.events.emit(&looprail_loop_core::event::Event::RunReconcile {
-            timed_out: report.timed_out,
-            resumable: report.resumable,
-            cancelled: report.cancelled,
-        });
-        Ok(report)
-    }
-
-    /// Waits until the queued run `run_id` is due on its lane (polling every `poll`), claims it
-    /// and executes it. A run another process took meanwhile (a worker executing it from its
-    /// recipe) is awaited instead, and a run that ended is [`JournalError::Finished`]. A
-    /// shutdown while waiting cancels the queued run.
-    pub async fn wait_and_execute(&self, run_id: &str, poll: Duration) -> Result<Outcome, JournalError> {
-        loop {
-            if self.store.claim_run(run_id).await? {
-                return self.execute(run_id).await;
-            }
-            let row =
-                self.store.run(run_id).await?.ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
-            match row.status {
-                RunStatus::Queued | RunStatus::Running => {
-                    tokio::select! {
-                        () = tokio::time::sleep(poll) => {}
-                        () = self.shutdown.cancelled() => {
-                            if row.status == RunStatus::Queued {
-                                self.store.set_status(run_id, RunStatus::Cancelled).await?;
-                            }
-                            return Err(JournalError::Finished { run_id: run_id.to_owned(), status: RunStatus::Cancelled });
-                        }
-                    }
-                }
-                status => return self.stored_outcome(run_id, status).await,
-            }
-        }
-    }
-
-    /// The outcome a finished (or paused) run recorded in its last checkpoint.
-    pub async fn stored_outcome(&self, run_id: &str, status: RunStatus) -> Result<Outcome, JournalError> {
-        let checkpoint = self.store.latest_checkpoint(run_id).await?;
-        match checkpoint.map(|c| c.header.core.phase) {
-            Some(looprail_loop_core::engine::Phase::Finished { outcome }) => Ok(outcome),
-            _ => Err(JournalError::Finished { run_id: run_id.to_owned(), status }),
-        }
-    }
-
-    /// How old a heartbeat must be before the run counts as abandoned (60 s by default): a
-    /// run with a fresher one is held by a live process and is not resumed.
-    #[must_use]
-    pub fn with_stale_after(mut self, stale_after: Duration) -> Self {
-        self.stale_after = stale_after;
-        self
-    }
-
-    /// Stops every run this runner drives at its next safe boundary when `token` is cancelled
-    /// (a SIGINT or SIGTERM handler cancels it). Such a run is checkpointed and left
-    /// `interrupted`, which [`Runner::resume`] continues.
-    #[must_use]
-    pub fn with_shutdown(mut self, token: CancellationToken) -> Self {
-        self.shutdown = token;
-        self
-    }
-
-    /// Offers the `delegate` tool (F37) when `config.enabled`: a run shallower than
-    /// `limits.max_delegation_depth` can hand a sub-task to a child run.
-    #[must_use]
-    pub fn with_delegation(mut self, config: DelegationConfig) -> Self {
-        self.delegation = config;
-        self
-    }
-
-    /// Asks `handler` what to do when a run reaches its iteration cap (F11).
-    #[must_use]
-    pub fn with_iteration_handler(mut self, handler: Arc<dyn MaxIterationsHandler>) -> Self {
-        self.iteration_handler = Some(handler);
-        self
-    }
-
-    /// This runner for a child run: its configuration, stopped when `cancel` (the parent's)
-    /// fires.
-    pub(crate) fn child(&self, config: LoopConfig, cancel: CancellationToken) -> Runner {
-        let mut child = self.clone();
-        child.config = config;
-        child.shutdown = cancel;
-        child
-    }
-
-    /// Where events go.
-    #[must_use]
-    pub fn with_events(mut self, events: EventSink) -> Self {
-        self.events = events;
-        self
-    }
-
-    /// Streams model calls (text deltas become events).
-    #[must_use]
-    pub fn with_streaming(mut self, on: bool) -> Self {
-        self.streaming = on;
-        self
-    }
-
-    /// Writes compaction summaries with this (cheaper) provider, giving up after `timeout`
-    /// (F27; the policy then truncates deterministically).
-    #[must_use]
-    pub fn with_summarizer(mut self, provider: Arc<dyn Provider>, timeout: Duration) -> Self {
-        self.summarizer = Some((provider, timeout));
-        self
-    }
-
     /// The store.
     pub fn store(&self) -> &SqliteStore {
         &self.store
@@ -332,60 +168,6 @@ impl Runner {
         } else {
             tools
         }
-    }
-
-    /// Submits a run to its lane and, when the lane is free, runs it now; this worker then also
-    /// runs the lane's queued runs, in submission order, until the lane is empty. When the
-    /// submission started an older queued run instead (its worker had finished in between), this
-    /// worker runs that chain, which reaches this run in its turn.
-    pub async fn start(&self, spec: &RunSpec) -> Result<Started, JournalError> {
-        // A child too deep is refused before it is stored, so it never holds a lane.
-        let max = self.config.limits.max_delegation_depth;
-        if spec.depth > max {
-            return Err(looprail_loop_core::engine::EngineError::DelegationTooDeep {
-                depth: spec.depth,
-                max,
-            }
-            .into());
-        }
-        let first = match self.store.submit(spec).await? {
-            Submitted::Started => spec.run_id.clone(),
-            Submitted::Queued { dispatched: Some(other), .. } => other,
-            Submitted::Queued { ahead, dispatched: None } => return Ok(Started::Queued { ahead }),
-        };
-        if !self.drain_lane {
-            if first != spec.run_id {
-                // An older queued run became due: its owner waits for it and runs it.
-                return Ok(Started::Queued { ahead: 0 });
-            }
-            let (outcome, _) = self.execute_one(&spec.run_id).await?;
-            return Ok(Started::Ran(outcome));
-        }
-        let mut mine = None;
-        let mut next = Some(first);
-        while let Some(run_id) = next {
-            next = match self.execute_one(&run_id).await {
-                Ok((outcome, next)) => {
-                    if run_id == spec.run_id {
-                        mine = Some(outcome);
-                    }
-                    next
-                }
-                Err(error) if run_id == spec.run_id => return Err(error),
-                Err(error) => {
-                    tracing::warn!(name: "agent_run.dispatch_next_failed", %run_id, %error, "a queued run failed to start");
-                    self.events.emit(&looprail_loop_core::event::Event::DispatchNextFailed {
-                        lane: spec.lane.clone(),
-                        cause: format!("run {run_id}: {error}"),
-                    });
-                    None
-                }
-            };
-        }
-        Ok(match mine {
-            Some(outcome) => Started::Ran(outcome),
-            None => Started::Queued { ahead: 0 },
-        })
     }
 
     /// Executes a run this worker claimed (its status is `running`).
@@ -590,61 +372,5 @@ impl Runner {
             self.store.finish(run_id, status).await?
         };
         Ok((outcome, next))
-    }
-}
-
-/// Aborts a spawned task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Adapts a boxed policy to the builder's `impl ContextPolicy`.
-struct PolicyBox(Box<dyn ContextPolicy>);
-
-impl ContextPolicy for PolicyBox {
-    fn prepare(
-        &mut self,
-        messages: &mut Vec<looprail_loop_core::message::Message>,
-        view: &looprail_loop_core::context::ContextView<'_>,
-    ) -> looprail_loop_core::context::ContextStep {
-        self.0.prepare(messages, view)
-    }
-    fn apply_summary(
-        &mut self,
-        messages: &mut Vec<looprail_loop_core::message::Message>,
-        summary: Result<String, String>,
-        view: &looprail_loop_core::context::ContextView<'_>,
-    ) -> Vec<looprail_loop_core::guard::Decision> {
-        self.0.apply_summary(messages, summary, view)
-    }
-    fn on_overflow(
-        &mut self,
-        messages: &mut Vec<looprail_loop_core::message::Message>,
-        view: &looprail_loop_core::context::ContextView<'_>,
-    ) -> looprail_loop_core::context::ContextStep {
-        self.0.on_overflow(messages, view)
-    }
-    fn on_user_turn(&mut self) {
-        self.0.on_user_turn();
-    }
-    fn estimate_usage(
-        &mut self,
-        sent: &[looprail_loop_core::message::Message],
-        reply: &looprail_loop_core::provider::ModelResponse,
-    ) -> looprail_loop_core::provider::Usage {
-        self.0.estimate_usage(sent, reply)
-    }
-    fn save_state(&self) -> serde_json::Value {
-        self.0.save_state()
-    }
-    fn load_state(
-        &mut self,
-        state: serde_json::Value,
-    ) -> Result<(), looprail_loop_core::guard::GuardStateError> {
-        self.0.load_state(state)
     }
 }
