@@ -8,10 +8,12 @@ mod report;
 mod simulate;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use looprail::LooprailConfig;
+use looprail::compaction::{MemoCounter, TiktokenCounter};
 use rayon::prelude::*;
 
 pub use report::AuditReport;
@@ -23,6 +25,9 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
     let (files, mut errors) = load::collect(paths);
     let started = Instant::now();
     let done = AtomicUsize::new(0);
+    // One cache for the whole audit: each distinct message (a scaffold's system prompt, a
+    // file read by many runs) is BPE-counted once, whichever run meets it first.
+    let counter = Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::default())));
     // Files are replayed in parallel; results come back in the files' order.
     let results: Vec<Result<Vec<RunReport>, String>> = files
         .par_iter()
@@ -35,7 +40,7 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
                             Some(id) => format!("{}#{id}", file.display()),
                             None => file.display().to_string(),
                         };
-                        simulate::run(&name, messages, config)
+                        simulate::run(&name, messages, config, &counter)
                     })
                     .collect()
             });

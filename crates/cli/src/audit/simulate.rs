@@ -3,7 +3,7 @@
 use looprail::LooprailConfig;
 use std::sync::Arc;
 
-use looprail::compaction::{AutoCompaction, MemoCounter, TiktokenCounter, TokenLedger};
+use looprail::compaction::{AutoCompaction, MemoCounter, TokenLedger};
 use looprail::core::context::{ContextPolicy, ContextStep, ContextView, TokenCounter};
 use looprail::core::guard::Counters;
 use looprail::core::message::{Message, Role};
@@ -13,16 +13,19 @@ use looprail::guardrails::replay::replay_counted;
 use super::report::{RunReport, Tokens};
 
 /// Replays `messages` and measures their context size with and without compaction.
-pub fn run(name: &str, mut messages: Vec<Message>, config: &LooprailConfig) -> RunReport {
+pub fn run(
+    name: &str,
+    mut messages: Vec<Message>,
+    config: &LooprailConfig,
+    counter: &Arc<MemoCounter>,
+) -> RunReport {
     config.audit.error_patterns.classify(&mut messages);
-    // Every pass counts through one cache: each distinct message is BPE-counted once.
-    let counter = Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::default())));
     // The stack a live run has: the loop's budgets and caps, then the loop guardrails.
     let mut guards = looprail::core::guards::defaults(&config.loop_);
     guards.extend(default_stack(&config.guardrails));
     let per_message: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
     let replayed = replay_counted(&messages, &mut guards, &config.loop_, &per_message);
-    let tokens = tokens(&messages, config, &counter);
+    let tokens = tokens(&messages, config, counter);
     // Tokens a stop would have saved: the part of the conversation after the stop point.
     let saved_tokens = replayed.stopped_at.map_or(0, |at| {
         let cut = messages
