@@ -25,7 +25,7 @@ pub fn run(
     guards.extend(default_stack(&config.guardrails));
     let per_message: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
     let replayed = replay_counted(&messages, &mut guards, &config.loop_, &per_message);
-    let tokens = tokens(&messages, config, counter);
+    let tokens = tokens(&messages, &per_message, config, counter);
     // Tokens a stop would have saved: the part of the conversation after the stop point.
     let saved_tokens = replayed.stopped_at.map_or(0, |at| {
         let cut = messages
@@ -39,15 +39,21 @@ pub fn run(
             })
             .find(|(_, seen)| *seen > at)
             .map_or(messages.len(), |(i, _)| i + 1);
-        TokenLedger::default().sync(&messages[cut.min(messages.len())..], counter.as_ref())
+        per_message[cut.min(messages.len())..].iter().sum()
     });
     RunReport::new(name, replayed, tokens, saved_tokens)
 }
 
 /// The conversation's peak size, and its peak with auto-compaction deciding before every model
 /// call (with no summary model offline, the deterministic truncation stands in for summaries).
-fn tokens(messages: &[Message], config: &LooprailConfig, counter: &Arc<MemoCounter>) -> Tokens {
-    let peak = TokenLedger::default().sync(messages, counter.as_ref());
+/// `per_message` holds each message's count.
+fn tokens(
+    messages: &[Message],
+    per_message: &[u64],
+    config: &LooprailConfig,
+    counter: &Arc<MemoCounter>,
+) -> Tokens {
+    let peak = per_message.iter().sum();
     let shared: Arc<dyn TokenCounter> = counter.clone();
     let mut policy = AutoCompaction::new(config.compaction.clone()).with_counter(shared);
     let mut working: Vec<Message> = Vec::with_capacity(messages.len());

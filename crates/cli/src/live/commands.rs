@@ -179,11 +179,7 @@ pub fn wait(args: WaitArgs) -> Result<u8, String> {
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("no run `{}`", args.run_id))?;
             if !matches!(row.status, RunStatus::Queued | RunStatus::Running) {
-                let checkpoint = store.latest_checkpoint(&args.run_id).await.map_err(|e| e.to_string())?;
-                let outcome = checkpoint.and_then(|c| match c.header.core.phase {
-                    looprail::core::engine::Phase::Finished { outcome } => Some(outcome),
-                    _ => None,
-                });
+                let outcome = store.final_outcome(&args.run_id).await.map_err(|e| e.to_string())?;
                 if let Some(outcome) = &outcome {
                     println!("{}", outcome.final_text);
                 }

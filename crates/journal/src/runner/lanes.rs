@@ -52,11 +52,10 @@ impl Runner {
 
     /// The outcome a finished (or paused) run recorded in its last checkpoint.
     pub async fn stored_outcome(&self, run_id: &str, status: RunStatus) -> Result<Outcome, JournalError> {
-        let checkpoint = self.store.latest_checkpoint(run_id).await?;
-        match checkpoint.map(|c| c.header.core.phase) {
-            Some(looprail_loop_core::engine::Phase::Finished { outcome }) => Ok(outcome),
-            _ => Err(JournalError::Finished { run_id: run_id.to_owned(), status }),
-        }
+        self.store
+            .final_outcome(run_id)
+            .await?
+            .ok_or_else(|| JournalError::Finished { run_id: run_id.to_owned(), status })
     }
 
     /// Submits a run to its lane and, when the lane is free, runs it now; this worker then also

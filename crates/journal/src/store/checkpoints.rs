@@ -111,6 +111,18 @@ impl SqliteStore {
         touched(&done, || format!("{run_id} / {call_id} (no unfinished call with this id)"))
     }
 
+    /// The outcome a run recorded when it finished (or paused), from its latest checkpoint;
+    /// `None` while it has none.
+    pub async fn final_outcome(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<looprail_loop_core::outcome::Outcome>, JournalError> {
+        Ok(self.latest_checkpoint(run_id).await?.and_then(|c| match c.header.core.phase {
+            looprail_loop_core::engine::Phase::Finished { outcome } => Some(outcome),
+            _ => None,
+        }))
+    }
+
     /// The latest checkpoint from which the run may be resumed (F34, S2).
     pub async fn latest_resumable(&self, run_id: &str) -> Result<Option<StoredCheckpoint>, JournalError> {
         self.load_checkpoint(run_id, true).await

@@ -9,6 +9,8 @@
 
 use serde_json::Value;
 
+use super::text_of;
+
 /// The items of a rollout, unwrapped.
 fn items(lines: &[Value]) -> impl Iterator<Item = &Value> {
     lines.iter().filter_map(|line| match line.get("type").and_then(Value::as_str) {
@@ -32,17 +34,6 @@ pub fn detect(lines: &[Value]) -> bool {
         || (lines.iter().take(10).any(|l| {
             matches!(l.get("type").and_then(Value::as_str), Some("function_call" | "function_call_output"))
         }) && lines.iter().all(|l| l.get("role").is_none() || l.get("type").is_some()))
-}
-
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
-        }
-        Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
-        _ => String::new(),
-    }
 }
 
 /// The conversation as OpenAI chat messages (`system`, `user`, `assistant` with `tool_calls`,

@@ -13,6 +13,20 @@ use looprail::core::message::Message;
 use looprail::core::transcript::read_log;
 use serde_json::Value;
 
+/// The text of a message's content as the agent logs write it: a string, a list of parts with
+/// `text` (`{"type": "text" | "input_text" | "output_text", "text"}`), or an object with
+/// `content` (a Codex tool output).
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
+        Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        _ => String::new(),
+    }
+}
+
 /// One run found in a file: its name suffix (`#<id>` for files holding several) and messages.
 pub type FoundRun = (Option<String>, Vec<Message>);
 

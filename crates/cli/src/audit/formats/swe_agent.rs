@@ -7,22 +7,13 @@
 use looprail::core::message::{Message, ToolCall, ToolResult};
 use serde_json::Value;
 
+use super::text_of;
+
 /// True for a document with SWE-agent's `trajectory` list of steps.
 pub fn detect(doc: &Value) -> bool {
     doc.get("trajectory").and_then(Value::as_array).is_some_and(|steps| {
         steps.first().is_none_or(|s| s.get("action").is_some() && s.get("observation").is_some())
     }) && doc.get("messages").is_none()
-}
-
-/// Text of a history item's content: a string, or a list of `{"type": "text", "text"}` parts.
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
-        }
-        _ => String::new(),
-    }
 }
 
 /// The run's messages.
