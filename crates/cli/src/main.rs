@@ -68,9 +68,9 @@ enum Command {
     Wait(live::WaitArgs),
     /// List the runs stored in a database.
     Runs {
-        /// The SQLite file.
-        #[arg(long, default_value = "looprail.db")]
-        store: PathBuf,
+        /// Where runs are stored: a SQLite file or a `postgres://user@host:port/db` URL.
+        #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
+        store: String,
     },
     /// Resume an interrupted or abandoned run from its latest checkpoint (never a finished one).
     Resume(live::ResumeArgs),
@@ -83,9 +83,9 @@ enum Command {
     Cancel {
         /// The run.
         run_id: String,
-        /// The SQLite file.
-        #[arg(long, default_value = "looprail.db")]
-        store: PathBuf,
+        /// Where runs are stored: a SQLite file or a `postgres://user@host:port/db` URL.
+        #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
+        store: String,
     },
 }
 

@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use divan::Bencher;
+use looprail_journal::RunStore as _;
 use looprail_journal::SqliteStore;
 use looprail_loop_core::context::KeepAll;
 use looprail_loop_core::guards;

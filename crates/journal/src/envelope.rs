@@ -11,7 +11,7 @@ use looprail_loop_core::message::{ToolCall, ToolResult};
 use looprail_loop_core::outcome::StopCause;
 use looprail_loop_core::tool::ToolSet;
 
-use crate::store::SqliteStore;
+use crate::store::SharedStore;
 
 /// The flag on the result of a call that was not run because running it again could repeat a
 /// side effect.
@@ -25,7 +25,7 @@ pub const FLAG_RESUME_UNSAFE: &str = "resume-unsafe";
 ///   [`ResumeSafety`] halts the run for a human;
 /// - new → `started_at` is committed, the tool runs, `completed_at` and the result are stored.
 pub struct EnvelopeExecutor {
-    store: SqliteStore,
+    store: SharedStore,
     run_id: String,
     inner: Arc<dyn ToolExecutor>,
 }
@@ -38,7 +38,7 @@ impl std::fmt::Debug for EnvelopeExecutor {
 
 impl EnvelopeExecutor {
     /// An envelope around the parallel executor.
-    pub fn new(store: SqliteStore, run_id: impl Into<String>) -> Self {
+    pub fn new(store: SharedStore, run_id: impl Into<String>) -> Self {
         Self { store, run_id: run_id.into(), inner: Arc::new(ParallelExecutor) }
     }
 

@@ -82,6 +82,18 @@ pub enum JournalError {
         /// What it is doing instead.
         reason: String,
     },
+    /// Another worker took the run over (this one's heartbeats stopped reaching the store):
+    /// this worker must not write to it any more.
+    #[error("run `{run_id}` is now held by worker `{holder}`: this worker lost its lease")]
+    LeaseLost {
+        /// The run.
+        run_id: String,
+        /// Who holds it now.
+        holder: String,
+    },
+    /// The store location is not one this build can open.
+    #[error("bad store location `{0}`: give a file path or a postgres://user@host:port/db URL")]
+    BadLocation(String),
     /// The engine refused the restored run.
     #[error(transparent)]
     Engine(#[from] looprail_loop_core::engine::EngineError),

@@ -58,8 +58,8 @@ pub enum Resolution {
 }
 
 /// What a waiting run waits for, from its latest checkpoint and its unfinished tool calls
-/// (as [`SqliteStore::latest_checkpoint`](crate::SqliteStore::latest_checkpoint) and
-/// [`SqliteStore::unfinished_tool_calls`](crate::SqliteStore::unfinished_tool_calls) give them).
+/// (as [`RunStore::latest_checkpoint`](crate::RunStore::latest_checkpoint) and
+/// [`RunStore::unfinished_tool_calls`](crate::RunStore::unfinished_tool_calls) give them).
 pub fn waiting_from(checkpoint: Option<&StoredCheckpoint>, unfinished: &[(String, String)]) -> Waiting {
     if let Some((call_id, tool)) = unfinished.first() {
         return Waiting::UnsafeCall { call_id: call_id.clone(), tool: tool.clone() };

@@ -1,9 +1,12 @@
 //! Durable runs for looprail (F31–F37): a run survives a process crash and never repeats a side
 //! effect.
 //!
-//! - [`SqliteStore`]: the embedded store (one SQLite file, WAL, versioned schema): runs and
-//!   lanes, messages, transactional checkpoints, the tool-call envelope, journals, heartbeats,
-//!   cancel requests and the reconciler.
+//! - [`RunStore`]: the run store's one interface: runs and lanes, messages, transactional
+//!   checkpoints, the tool-call envelope, journals, heartbeats, cancel requests, take-over and
+//!   the reconciler. Two backends pass one conformance suite: [`SqliteStore`] (embedded, one
+//!   file, WAL) and [`PostgresStore`] (many workers on many hosts; the database enforces one
+//!   active run per lane and one holder per run). [`open`] picks one from a path or a
+//!   `postgres://` URL ([`StoreLocation`]).
 //! - [`EnvelopeExecutor`] records every tool call before and after it runs; on resume, a
 //!   completed call is replayed from its stored result, an interrupted idempotent call runs again,
 //!   and an interrupted side-effecting call halts the run for a human ([`ResumeSafety`]).
@@ -17,7 +20,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use looprail_journal::{Runner, RunSpec, SqliteStore, Started};
+//! use looprail_journal::{RunStore, Runner, RunSpec, SqliteStore, Started};
 //! use looprail_loop_core::prelude::*;
 //! use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
 //!
@@ -45,7 +48,6 @@ mod error;
 mod human;
 mod run_journal;
 mod runner;
-mod schema;
 mod store;
 
 pub use config::JournalConfig;
@@ -58,5 +60,8 @@ pub use run_journal::{
     UpdateRunJournal,
 };
 pub use runner::{Resumed, Runner, Started};
-pub use schema::SCHEMA_VERSION;
-pub use store::{ReconcileReport, RunRow, RunSpec, RunStatus, SqliteStore, Submitted, ToolCallRow, now_ms};
+pub use store::{POSTGRES_SCHEMA_VERSION, SCHEMA_VERSION};
+pub use store::{
+    Checkpoints, PostgresStore, ReconcileReport, RunRow, RunSpec, RunStatus, RunStore, SharedStore, SqliteStore,
+    StoreLocation, Submitted, ToolCallRow, default_worker_name, now_ms, open,
+};

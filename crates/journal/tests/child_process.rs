@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{ByTurn, EffectTool, Effects, calls};
+use looprail_journal::RunStore as _;
 use looprail_journal::{Resumed, RunSpec, RunStatus, Runner, SqliteStore};
 use looprail_loop_core::prelude::*;
 

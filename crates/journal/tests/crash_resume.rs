@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{ByTurn, EffectTool, Effects, calls, temp_db};
+use looprail_journal::RunStore as _;
 use looprail_journal::{
     JournalError, Resolution, ResumeHalt, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started, Waiting,
 };
@@ -64,9 +65,8 @@ async fn reference() -> Vec<Message> {
 }
 
 async fn final_messages(store: &SqliteStore) -> Vec<Message> {
-    use looprail_loop_core::store::CheckpointStore;
     let runs = store.runs().await.unwrap();
-    store.latest(&runs.last().unwrap().run_id).await.unwrap().unwrap().messages
+    store.latest_checkpoint(&runs.last().unwrap().run_id).await.unwrap().unwrap().messages
 }
 
 /// Runs until `crash` fires, then drops the whole runner, as a killed process would.

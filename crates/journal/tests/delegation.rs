@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::temp_db;
+use looprail_journal::RunStore as _;
 use looprail_journal::{DELEGATE_TOOL, DelegationConfig, RunSpec, RunStatus, Runner, SqliteStore, Started};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::prelude::*;

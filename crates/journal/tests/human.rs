@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{ByTurn, calls, temp_db};
+use looprail_journal::RunStore as _;
 use looprail_journal::{JournalError, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started, Waiting};
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::testkit::RecordingTool;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{ByTurn, calls, temp_db};
+use looprail_journal::RunStore as _;
 use looprail_journal::{JournalError, RunSpec, RunStatus, Runner, SqliteStore, Started, Submitted};
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::testkit::RecordingTool;
@@ -187,7 +188,6 @@ async fn the_run_journal_is_saved_and_carried_into_the_next_run() {
     let stored = store.load_journal("conv").await.unwrap().unwrap();
     assert_eq!(stored["objective"], "Fix the login bug");
     assert_eq!(stored["verified_findings"][0], "Tokens expire after 5 min");
-    use looprail_loop_core::store::CheckpointStore;
     let kinds = sqlx::query_scalar::<_, String>("SELECT kind FROM checkpoints WHERE run_id = 'r1'")
         .fetch_all(store.pool())
         .await
@@ -198,7 +198,7 @@ async fn the_run_journal_is_saved_and_carried_into_the_next_run() {
     let capture = Arc::new(ByTurn::new(vec![ModelResponse::text("by-turn", "Continuing.")]));
     let next = Runner::new(store.clone(), capture, ToolSet::new(), "You fix bugs.");
     next.start(&RunSpec::new("r2", "conv", "continue")).await.unwrap();
-    let checkpoint = store.latest("r2").await.unwrap().unwrap();
+    let checkpoint = store.latest_checkpoint("r2").await.unwrap().unwrap();
     let system = checkpoint.messages[0].joined_text().unwrap();
     assert!(
         system.starts_with("You fix bugs.")

@@ -31,9 +31,9 @@ pub struct ModelArgs {
     /// A looprail config file (JSON or TOML).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// The SQLite file runs are stored in.
-    #[arg(long, default_value = "looprail.db")]
-    pub store: PathBuf,
+    /// Where runs are stored: a SQLite file or a `postgres://user@host:port/db` URL.
+    #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
+    pub store: String,
     /// The directory the file tools may use (default: the current directory).
     #[arg(long)]
     pub workdir: Option<PathBuf>,
@@ -112,26 +112,38 @@ pub struct ResolveArgs {
 /// Arguments of `looprail worker`.
 #[derive(clap::Args)]
 pub struct WorkerArgs {
-    /// The SQLite file runs are stored in.
-    #[arg(long, default_value = "looprail.db")]
-    pub store: PathBuf,
+    /// Where runs are stored: a SQLite file or a `postgres://user@host:port/db` URL.
+    #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
+    pub store: String,
     /// Only these lanes (comma-separated, as given to `--lane`); default: every lane.
     #[arg(long, value_delimiter = ',')]
     pub lanes: Vec<String>,
     /// Exit once no run is due (for batch jobs and tests) instead of waiting for more.
     #[arg(long)]
     pub exit_when_idle: bool,
-    /// How often to look for due runs, in milliseconds.
+    /// How often to look for due runs, in milliseconds (workers poll the store; there is no
+    /// push notification).
     #[arg(long, default_value_t = 500)]
     pub poll_ms: u64,
+    /// The name this worker writes into the runs it holds (shown by `looprail runs`);
+    /// default `host:pid`.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// A run whose holder has not heartbeaten for this long is taken over by this worker and
+    /// resumed from its latest checkpoint. Keep it well above the runs' `journal.heartbeat_secs`.
+    #[arg(long, default_value_t = 60)]
+    pub stale_after_secs: u64,
+    /// How often to run the reconciler, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub reconcile_secs: u64,
 }
 
 /// Arguments of `looprail wait`.
 #[derive(clap::Args)]
 pub struct WaitArgs {
-    /// The SQLite file runs are stored in.
-    #[arg(long, default_value = "looprail.db")]
-    pub store: PathBuf,
+    /// Where runs are stored: a SQLite file or a `postgres://user@host:port/db` URL.
+    #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
+    pub store: String,
     /// Give up after this many seconds (exit 1); default: wait as long as it takes.
     #[arg(long)]
     pub timeout_secs: Option<u64>,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use looprail::core::outcome::Outcome;
 use looprail::journal::{
-    JournalError, Resolution, Resumed, RunSpec, RunStatus, Runner, SqliteStore, Started, Waiting,
+    JournalError, Resolution, Resumed, RunSpec, RunStatus, RunStore, Runner, Started, Waiting,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -186,7 +186,7 @@ pub fn wait(args: WaitArgs) -> Result<u8, String> {
                 if row.status == RunStatus::WaitingOnHuman {
                     eprintln!(
                         "waiting for {}",
-                        waiting_note(&store, &args.run_id).await.map_err(|e| e.to_string())?
+                        waiting_note(store.as_ref(), &args.run_id).await.map_err(|e| e.to_string())?
                     );
                 }
                 eprintln!("[{}] run {}", row.status, args.run_id);
@@ -206,7 +206,7 @@ pub fn wait(args: WaitArgs) -> Result<u8, String> {
 }
 
 /// What a waiting run waits for, in a few words.
-async fn waiting_note(store: &SqliteStore, run_id: &str) -> Result<String, JournalError> {
+async fn waiting_note(store: &dyn RunStore, run_id: &str) -> Result<String, JournalError> {
     let checkpoint = store.latest_checkpoint(run_id).await?;
     let unfinished = store.unfinished_tool_calls(run_id).await?;
     Ok(match looprail::journal::waiting_from(checkpoint.as_ref(), &unfinished) {
@@ -217,22 +217,23 @@ async fn waiting_note(store: &SqliteStore, run_id: &str) -> Result<String, Journ
 }
 
 /// `looprail runs`.
-pub fn list(store: &std::path::Path) -> Result<(), String> {
+pub fn list(store: &str) -> Result<(), String> {
     runtime()?.block_on(async {
         let store = open_store(store, true).await?;
         let runs = store.runs().await.map_err(|e| e.to_string())?;
-        println!("{:<40} {:<18} {:<10} task / waiting for", "run", "status", "resumable");
+        println!("{:<40} {:<18} {:<10} {:<24} task / waiting for", "run", "status", "resumable", "worker");
         for run in runs {
             let detail = if run.status == RunStatus::WaitingOnHuman {
-                waiting_note(&store, &run.run_id).await.map_err(|e| e.to_string())?
+                waiting_note(store.as_ref(), &run.run_id).await.map_err(|e| e.to_string())?
             } else {
                 run.input.chars().take(60).collect()
             };
             println!(
-                "{:<40} {:<18} {:<10} {detail}",
+                "{:<40} {:<18} {:<10} {:<24} {detail}",
                 run.run_id,
                 run.status.as_str(),
-                if run.resume_available { "yes" } else { "" }
+                if run.resume_available { "yes" } else { "" },
+                run.worker.as_deref().unwrap_or("")
             );
         }
         Ok(())
@@ -240,7 +241,7 @@ pub fn list(store: &std::path::Path) -> Result<(), String> {
 }
 
 /// `looprail cancel`.
-pub fn cancel(store: &std::path::Path, run_id: &str) -> Result<(), String> {
+pub fn cancel(store: &str, run_id: &str) -> Result<(), String> {
     runtime()?.block_on(async {
         let store = open_store(store, true).await?;
         store.request_cancel(run_id, looprail::journal::now_ms()).await.map_err(|e| e.to_string())?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use looprail::compaction::AutoCompaction;
 use looprail::guardrails::default_stack;
-use looprail::journal::{Runner, SqliteStore};
+use looprail::journal::{JournalError, Runner, SharedStore, StoreLocation};
 use looprail::retry::RetryingExecutor;
 use looprail_workdir::Workdir;
 use tokio_util::sync::CancellationToken;
@@ -28,20 +28,20 @@ pub use worker::worker;
 const SYSTEM: &str = "You are a careful assistant working in a local directory. Use the tools to \
 read, search and write files there; answer concisely.";
 
-/// Opens the store; `existing` refuses a file that is not there (every command but `run` and
-/// `submit`).
-async fn open_store(path: &std::path::Path, existing: bool) -> Result<SqliteStore, String> {
-    if existing {
-        SqliteStore::open_existing(path).await.map_err(|e| e.to_string())
-    } else {
-        SqliteStore::open(path).await.map_err(|e| format!("{}: {e}", path.display()))
-    }
+/// Opens the store at `location` (a SQLite file or a `postgres://` URL); `existing` refuses a
+/// SQLite file that is not there (every command but `run`, `submit` and `worker`).
+async fn open_store(location: &str, existing: bool) -> Result<SharedStore, String> {
+    let location = StoreLocation::parse(location).map_err(|e| e.to_string())?;
+    looprail::journal::open(&location, existing, None).await.map_err(|e| match e {
+        JournalError::NoStore(_) => e.to_string(),
+        other => format!("{}: {other}", location.display()),
+    })
 }
 
 /// The runner that executes runs made with `recipe`, stopping at the next safe boundary when
 /// `shutdown` fires. It only runs what its caller hands it: the lane's next run is left for
 /// its own process or a worker (each run executes with its own recipe).
-fn runner(recipe: &Recipe, store: SqliteStore, shutdown: CancellationToken) -> Result<Runner, String> {
+fn runner(recipe: &Recipe, store: SharedStore, shutdown: CancellationToken) -> Result<Runner, String> {
     let config = &recipe.config;
     let recipe::Models { main, summarizer } = recipe.models()?;
     let tools = Workdir::open(&recipe.workdir).map_err(|e| format!("work directory: {e}"))?.tools();

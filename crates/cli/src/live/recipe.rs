@@ -204,7 +204,7 @@ mod tests {
             model: Some("claude-2".into()),
             base_url: None,
             config: None,
-            store: PathBuf::from("x.db"),
+            store: "x.db".into(),
             workdir: None,
             no_stream: false,
             fallback_models: vec![],

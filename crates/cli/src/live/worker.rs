@@ -1,26 +1,35 @@
-//! `looprail worker`: a long-lived process that executes queued runs from their recipes,
-//! reconciling at start-up and every `journal.reconcile_interval_secs`; SIGTERM or SIGINT
-//! stops the run in progress at its next safe boundary (left resumable) and then the worker.
+//! `looprail worker`: a long-lived process that executes runs from their recipes. Each pass it
+//! first takes over a run whose holder stopped (a killed worker: stale heartbeat; a stopped
+//! one: interrupted) and resumes it from its checkpoint, then claims the next due run of a
+//! free lane. Any number of workers may share one store (PostgreSQL across hosts): the store
+//! decides who gets what. The reconciler runs at start-up and every `--reconcile-secs`.
+//! SIGTERM or SIGINT stops the run in progress at its next safe boundary, left `interrupted`
+//! for another worker to take over, and then the worker. A store that stops answering (a
+//! lost connection) is retried with backoff; the run it held is taken over once it is back.
 
 use std::time::Duration;
 
-use looprail::journal::{JournalConfig, Runner, SqliteStore};
+use looprail::journal::{JournalConfig, RunStatus, RunStore, Runner, SharedStore, StoreLocation, now_ms};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{ModelArgs, WorkerArgs};
 use super::commands::runtime;
 use super::recipe::Recipe;
+use super::runner;
 use super::signals::shutdown_token;
-use super::{open_store, runner};
+
+/// A run taken over this many times is left to the reconciler and a human (it keeps killing
+/// its workers, or keeps losing them).
+const MAX_TAKEOVERS: i64 = 5;
 
 /// No flags: a run's stored recipe is used as it is.
-fn no_overrides(store: &std::path::Path) -> ModelArgs {
+fn no_overrides(store: &str) -> ModelArgs {
     ModelArgs {
         provider: None,
         model: None,
         base_url: None,
         config: None,
-        store: store.to_path_buf(),
+        store: store.to_owned(),
         workdir: None,
         no_stream: false,
         fallback_models: Vec::new(),
@@ -28,15 +37,13 @@ fn no_overrides(store: &std::path::Path) -> ModelArgs {
     }
 }
 
-/// Reconciles with the default `[journal]` settings (each run's own config governs it while it
-/// runs).
-async fn reconcile(store: &SqliteStore, shutdown: &CancellationToken) -> Result<(), String> {
-    let config = JournalConfig::default();
+/// Reconciles with this worker's staleness and the default cancel timeout.
+async fn reconcile(store: &dyn RunStore, args: &WorkerArgs, quiet: bool) -> Result<(), String> {
     let report = store
-        .reconcile(looprail::journal::now_ms(), config.stale_after(), config.cancel_timeout())
+        .reconcile(now_ms(), Duration::from_secs(args.stale_after_secs), JournalConfig::default().cancel_timeout())
         .await
         .map_err(|e| e.to_string())?;
-    if !shutdown.is_cancelled() {
+    if !quiet {
         eprintln!(
             "[worker] reconciled: {} timed out ({} resumable), {} cancelled, {} due",
             report.timed_out, report.resumable, report.cancelled, report.due
@@ -45,64 +52,104 @@ async fn reconcile(store: &SqliteStore, shutdown: &CancellationToken) -> Result<
     Ok(())
 }
 
-/// Claims and executes one due run of the allowed lanes; `false` when none was due.
-async fn execute_one(
-    store: &SqliteStore,
+/// Executes a run this worker holds, from its recipe. `taken_over`: it was resumed from a
+/// stopped holder's checkpoint instead of started.
+async fn execute(
+    store: &SharedStore,
     args: &WorkerArgs,
     shutdown: &CancellationToken,
-) -> Result<bool, String> {
-    let due = store.due_lanes().await.map_err(|e| e.to_string())?;
+    run_id: &str,
+    taken_over: bool,
+) -> Result<(), String> {
+    let row = store.run(run_id).await.map_err(|e| e.to_string())?.ok_or("the claimed run vanished")?;
+    let built = Recipe::stored(run_id, row.recipe.as_ref(), &no_overrides(&args.store))
+        .and_then(|recipe| runner(&recipe, store.clone(), shutdown.clone()));
+    let runner: Runner = match built {
+        Ok(runner) => runner,
+        Err(error) => {
+            eprintln!("[worker] run {run_id} cannot be executed: {error}");
+            store.set_status(run_id, RunStatus::Failed).await.map_err(|e| e.to_string())?;
+            return Ok(());
+        }
+    };
+    let result = if taken_over {
+        eprintln!("[worker] run {run_id} (taken over)");
+        runner.execute_taken_over(run_id).await
+    } else {
+        eprintln!("[worker] run {run_id}");
+        runner.execute(run_id).await
+    };
+    match result {
+        Ok(outcome) => eprintln!("[worker] run {run_id}: {:?}", outcome.state),
+        Err(error) => eprintln!("[worker] run {run_id} failed: {error}"),
+    }
+    Ok(())
+}
+
+/// One pass: take over a stopped run, or claim a due one of the allowed lanes; `false` when
+/// there was nothing to do.
+async fn pass(store: &SharedStore, args: &WorkerArgs, shutdown: &CancellationToken) -> Result<bool, String> {
     let allowed = |lane: &str| {
         args.lanes.is_empty() || args.lanes.iter().any(|l| lane == format!("conversation:{l}") || lane == l)
     };
-    for lane in due.iter().filter(|l| allowed(l)) {
-        let Some(run_id) = store.claim_next(lane).await.map_err(|e| e.to_string())? else { continue };
-        let row = store.run(&run_id).await.map_err(|e| e.to_string())?.ok_or("the claimed run vanished")?;
-        let result = Recipe::stored(&run_id, row.recipe.as_ref(), &no_overrides(&args.store))
-            .and_then(|recipe| runner(&recipe, store.clone(), shutdown.clone()));
-        let runner: Runner = match result {
-            Ok(runner) => runner,
-            Err(error) => {
-                eprintln!("[worker] run {run_id} cannot be executed: {error}");
-                store
-                    .set_status(&run_id, looprail::journal::RunStatus::Failed)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                return Ok(true);
-            }
-        };
-        eprintln!("[worker] run {run_id}");
-        match runner.execute(&run_id).await {
-            Ok(outcome) => eprintln!("[worker] run {run_id}: {:?}", outcome.state),
-            Err(error) => eprintln!("[worker] run {run_id} failed: {error}"),
+    let stale_before = now_ms() - Duration::from_secs(args.stale_after_secs).as_millis() as i64;
+    if args.lanes.is_empty() {
+        if let Some(run_id) = store.take_over(stale_before, MAX_TAKEOVERS).await.map_err(|e| e.to_string())? {
+            execute(store, args, shutdown, &run_id, true).await?;
+            return Ok(true);
         }
-        return Ok(true);
+    }
+    let due = store.due_lanes().await.map_err(|e| e.to_string())?;
+    for lane in due.iter().filter(|l| allowed(l)) {
+        if let Some(run_id) = store.claim_next(lane).await.map_err(|e| e.to_string())? {
+            execute(store, args, shutdown, &run_id, false).await?;
+            return Ok(true);
+        }
     }
     Ok(false)
+}
+
+/// Waits `delay`, or less when a shutdown comes.
+async fn pause(delay: Duration, shutdown: &CancellationToken) {
+    tokio::select! {
+        () = tokio::time::sleep(delay) => {}
+        () = shutdown.cancelled() => {}
+    }
 }
 
 /// `looprail worker`.
 pub fn worker(args: WorkerArgs) -> Result<u8, String> {
     runtime()?.block_on(async {
         let shutdown = shutdown_token();
-        let store = open_store(&args.store, false).await?;
-        let interval = JournalConfig::default().reconcile_interval();
-        reconcile(&store, &shutdown).await?;
+        let location = StoreLocation::parse(&args.store).map_err(|e| e.to_string())?;
+        let store = looprail::journal::open(&location, false, args.name.as_deref())
+            .await
+            .map_err(|e| format!("{}: {e}", location.display()))?;
+        eprintln!("[worker] {} on {} ({})", store.worker(), location.display(), store.backend());
+        let interval = Duration::from_secs(args.reconcile_secs.max(1));
+        reconcile(store.as_ref(), &args, false).await?;
         let mut last_reconcile = tokio::time::Instant::now();
+        let mut backoff = Duration::from_millis(args.poll_ms.max(10));
         while !shutdown.is_cancelled() {
             if last_reconcile.elapsed() >= interval {
-                reconcile(&store, &shutdown).await?;
+                if let Err(error) = reconcile(store.as_ref(), &args, shutdown.is_cancelled()).await {
+                    eprintln!("[worker] reconcile failed: {error}");
+                }
                 last_reconcile = tokio::time::Instant::now();
             }
-            if execute_one(&store, &args, &shutdown).await? {
-                continue;
-            }
-            if args.exit_when_idle {
-                break;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(args.poll_ms)) => {}
-                () = shutdown.cancelled() => {}
+            match pass(&store, &args, &shutdown).await {
+                Ok(true) => {
+                    backoff = Duration::from_millis(args.poll_ms.max(10));
+                    continue;
+                }
+                Ok(false) if args.exit_when_idle => break,
+                Ok(false) => pause(Duration::from_millis(args.poll_ms), &shutdown).await,
+                Err(error) => {
+                    // The store is unreachable (or refused): wait longer each time, up to 30 s.
+                    eprintln!("[worker] store error, retrying in {} ms: {error}", backoff.as_millis());
+                    pause(backoff, &shutdown).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                }
             }
         }
         eprintln!("[worker] stopped");

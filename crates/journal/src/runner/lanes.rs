@@ -50,6 +50,20 @@ impl Runner {
         }
     }
 
+    /// Executes a run this worker took over from a holder that stopped
+    /// ([`RunStore::take_over`](crate::RunStore::take_over)). A run whose latest checkpoint
+    /// already records its end is closed with that outcome, never run again; one with a
+    /// resumable checkpoint goes on from it through the envelope (completed calls replayed, an
+    /// interrupted side-effecting call halts it for a human); one that never checkpointed
+    /// starts from its input.
+    pub async fn execute_taken_over(&self, run_id: &str) -> Result<Outcome, JournalError> {
+        if let Some(outcome) = self.store.final_outcome(run_id).await? {
+            self.store.set_status(run_id, super::status_of(outcome.state)).await?;
+            return Ok(outcome);
+        }
+        self.execute(run_id).await
+    }
+
     /// The outcome a finished (or paused) run recorded in its last checkpoint.
     pub async fn stored_outcome(&self, run_id: &str, status: RunStatus) -> Result<Outcome, JournalError> {
         self.store

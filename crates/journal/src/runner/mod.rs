@@ -1,4 +1,4 @@
-//! [`Runner`]: drives runs against the SQLite store: lanes, heartbeats, cancel requests,
+//! [`Runner`]: drives runs against a run store: lanes, heartbeats, cancel requests,
 //! checkpoints through the idempotency envelope, and safe resume (F31–F36).
 
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use crate::delegate::{Delegate, DelegationConfig};
 use crate::envelope::{EnvelopeExecutor, ResumeSafety};
 use crate::error::{JournalError, ResumeHalt};
 use crate::run_journal::{JournalHandle, RunJournal};
-use crate::store::{RunStatus, SqliteStore, now_ms};
+use crate::store::{Checkpoints, RunStatus, SharedStore, now_ms};
 
 mod builder;
 mod lanes;
@@ -61,7 +61,7 @@ pub enum Resumed {
 /// guards, policy, system prompt) is code, given here; everything it did is in the store.
 #[derive(Clone)]
 pub struct Runner {
-    pub(crate) store: SqliteStore,
+    pub(crate) store: SharedStore,
     provider: Arc<dyn Provider>,
     tools: ToolSet,
     pub(crate) config: LoopConfig,
@@ -102,13 +102,13 @@ impl Runner {
     /// A runner with the default guards, no context policy, the parallel executor and a
     /// heartbeat every 10 s.
     pub fn new(
-        store: SqliteStore,
+        store: impl Into<SharedStore>,
         provider: Arc<dyn Provider>,
         tools: ToolSet,
         system_prompt: impl Into<String>,
     ) -> Self {
         Self {
-            store,
+            store: store.into(),
             provider,
             tools,
             config: LoopConfig::default(),
@@ -130,7 +130,7 @@ impl Runner {
     }
 
     /// The store.
-    pub fn store(&self) -> &SqliteStore {
+    pub fn store(&self) -> &SharedStore {
         &self.store
     }
 
@@ -318,10 +318,15 @@ impl Runner {
         // up on it) must stop looking alive.
         let _heartbeat = AbortOnDrop({
             let (store, run_id, cancel, every) =
-                (self.store.clone(), run_id.to_owned(), cancel.clone(), self.heartbeat_every);
+                (Arc::clone(&self.store), run_id.to_owned(), cancel.clone(), self.heartbeat_every);
             tokio::spawn(async move {
                 loop {
-                    let _ = store.heartbeat(&run_id, now_ms()).await;
+                    if let Ok(false) = store.heartbeat(&run_id, now_ms()).await {
+                        // Another worker took the run over: stop at the next boundary (the
+                        // store refuses this worker's writes to it meanwhile).
+                        tracing::warn!(name: "agent_run.lease_lost", %run_id, "another worker holds the run now");
+                        cancel.cancel();
+                    }
                     if store.cancel_requested(&run_id).await.unwrap_or(false) {
                         cancel.cancel();
                     }
@@ -330,10 +335,10 @@ impl Runner {
             })
         });
         let envelope =
-            EnvelopeExecutor::new(self.store.clone(), run_id).with_inner(Arc::clone(&self.executor));
+            EnvelopeExecutor::new(Arc::clone(&self.store), run_id).with_inner(Arc::clone(&self.executor));
         let tools = self.tools_for(run_id, run.depth(), &journal);
         let driver = Driver::new(Arc::clone(&self.provider), tools)
-            .with_store(Arc::new(self.store.clone()), run_id)
+            .with_store(Arc::new(Checkpoints(Arc::clone(&self.store))), run_id)
             .with_executor(Arc::new(envelope))
             .with_cancel(cancel)
             .with_events(self.events.clone())

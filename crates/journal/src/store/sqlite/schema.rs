@@ -57,9 +57,15 @@ const MIGRATIONS: &[&str] = &[
      );",
     // 2: what executes a run, stored by its submitter (JSON).
     "ALTER TABLE runs ADD COLUMN recipe TEXT;",
+    // 3: who holds a run, how often it was taken over, and one active run per lane enforced
+    // by the database itself.
+    "ALTER TABLE runs ADD COLUMN worker TEXT;
+     ALTER TABLE runs ADD COLUMN takeovers INTEGER NOT NULL DEFAULT 0;
+     CREATE UNIQUE INDEX runs_one_active_per_lane ON runs (lane)
+        WHERE status IN ('running', 'waiting_on_human', 'interrupted');",
 ];
 
-/// The newest schema version this build knows.
+/// The newest SQLite schema version this build knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The highest applied version, read through `executor`.

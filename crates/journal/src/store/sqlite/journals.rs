@@ -5,10 +5,8 @@ use sqlx::Row;
 use super::*;
 
 impl SqliteStore {
-    // ---- run journals (F35) ----
-
     /// The journal of a conversation, as stored JSON.
-    pub async fn load_journal(&self, conversation: &str) -> Result<Option<serde_json::Value>, JournalError> {
+    pub(super) async fn load_journal(&self, conversation: &str) -> Result<Option<serde_json::Value>, JournalError> {
         let row = sqlx::query("SELECT body FROM journals WHERE conversation = ?")
             .bind(conversation)
             .fetch_optional(&self.pool)
@@ -22,7 +20,7 @@ impl SqliteStore {
     }
 
     /// Stores the journal of a conversation.
-    pub async fn save_journal(
+    pub(super) async fn save_journal(
         &self,
         conversation: &str,
         body: &serde_json::Value,

@@ -1,0 +1,99 @@
+//! [`SqliteStore`]: the embedded run store (one file, WAL): runs and lanes, messages,
+//! checkpoints, the tool-call envelope, journals, heartbeats, cancel requests and the
+//! reconciler.
+
+use std::path::Path;
+use std::time::Duration;
+
+use looprail_loop_core::engine::RunHeader;
+use looprail_loop_core::message::{Message, ToolCall, ToolResult};
+use looprail_loop_core::store::{CheckpointKind, StoredCheckpoint};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult, SqliteSynchronous,
+};
+
+use super::api::default_worker_name;
+use super::common::{CheckpointPlan, parse_kind};
+use super::types::{ReconcileReport, RunRow, RunSpec, RunStatus, ToolCallRow, now_ms};
+use crate::error::JournalError;
+
+mod checkpoints;
+mod journals;
+mod run_store;
+mod runs;
+pub(crate) mod schema;
+mod tool_calls;
+
+/// The SQLite run store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    busy_ms: u64,
+    worker: String,
+}
+
+/// `Ok` when an update touched a row; `UnknownRun` naming `what` when it touched none.
+fn touched(done: &SqliteQueryResult, what: impl FnOnce() -> String) -> Result<(), JournalError> {
+    if done.rows_affected() == 0 { Err(JournalError::UnknownRun(what())) } else { Ok(()) }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path`, applying migrations; waits up to 5 s for a lock.
+    pub async fn open(path: &Path) -> Result<Self, JournalError> {
+        Self::open_with(path, Duration::from_secs(5)).await
+    }
+
+    /// Opens a store that must already exist: a mistyped path is [`JournalError::NoStore`],
+    /// never a fresh empty database (for commands that read or change existing runs).
+    pub async fn open_existing(path: &Path) -> Result<Self, JournalError> {
+        if !path.is_file() {
+            return Err(JournalError::NoStore(path.display().to_string()));
+        }
+        Self::open(path).await
+    }
+
+    /// Opens with a chosen busy timeout (how long a locked database is retried).
+    pub async fn open_with(path: &Path, busy_timeout: Duration) -> Result<Self, JournalError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(busy_timeout);
+        let busy_ms = busy_timeout.as_millis() as u64;
+        // Switching a fresh file to WAL can meet another opener doing the same; SQLite then
+        // answers "busy" without waiting, so the connect itself is retried within the timeout.
+        let deadline = tokio::time::Instant::now() + busy_timeout;
+        let pool = loop {
+            match SqlitePoolOptions::new().max_connections(4).connect_with(options.clone()).await {
+                Ok(pool) => break pool,
+                Err(e) => match JournalError::from_sqlx(e, busy_ms) {
+                    JournalError::Locked { .. } if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    other => return Err(other),
+                },
+            }
+        };
+        schema::migrate(&pool, busy_ms).await?;
+        Ok(Self { pool, busy_ms, worker: default_worker_name() })
+    }
+
+    fn db(&self) -> impl Fn(sqlx::Error) -> JournalError + '_ {
+        move |e| JournalError::from_sqlx(e, self.busy_ms)
+    }
+
+    /// The same store, claiming runs under the name `worker` (shown by `looprail runs`).
+    #[must_use]
+    pub fn with_worker(mut self, worker: impl Into<String>) -> Self {
+        self.worker = worker.into();
+        self
+    }
+
+    /// The pool, for tests and tools that inspect the file.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
