@@ -60,8 +60,8 @@ pub use run_journal::{
     UpdateRunJournal,
 };
 pub use runner::{Resumed, Runner, Started};
-pub use store::{POSTGRES_SCHEMA_VERSION, SCHEMA_VERSION};
 pub use store::{
-    Checkpoints, PostgresStore, ReconcileReport, RunRow, RunSpec, RunStatus, RunStore, SharedStore, SqliteStore,
-    StoreLocation, Submitted, ToolCallRow, default_worker_name, now_ms, open,
+    Checkpoints, PostgresStore, ReconcileReport, RunRow, RunSpec, RunStatus, RunStore, SharedStore,
+    SqliteStore, StoreLocation, Submitted, ToolCallRow, default_worker_name, now_ms, open,
 };
+pub use store::{POSTGRES_SCHEMA_VERSION, SCHEMA_VERSION};

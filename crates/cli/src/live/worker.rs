@@ -40,7 +40,11 @@ fn no_overrides(store: &str) -> ModelArgs {
 /// Reconciles with this worker's staleness and the default cancel timeout.
 async fn reconcile(store: &dyn RunStore, args: &WorkerArgs, quiet: bool) -> Result<(), String> {
     let report = store
-        .reconcile(now_ms(), Duration::from_secs(args.stale_after_secs), JournalConfig::default().cancel_timeout())
+        .reconcile(
+            now_ms(),
+            Duration::from_secs(args.stale_after_secs),
+            JournalConfig::default().cancel_timeout(),
+        )
         .await
         .map_err(|e| e.to_string())?;
     if !quiet {

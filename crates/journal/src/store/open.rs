@@ -65,8 +65,11 @@ pub async fn open(
 ) -> Result<SharedStore, JournalError> {
     Ok(match location {
         StoreLocation::Sqlite(path) => {
-            let store =
-                if must_exist { SqliteStore::open_existing(path).await? } else { SqliteStore::open(path).await? };
+            let store = if must_exist {
+                SqliteStore::open_existing(path).await?
+            } else {
+                SqliteStore::open(path).await?
+            };
             match worker {
                 Some(name) => std::sync::Arc::new(store.with_worker(name)),
                 None => std::sync::Arc::new(store),
@@ -89,7 +92,10 @@ mod tests {
     #[test]
     fn locations_are_told_apart_and_passwords_masked() {
         assert_eq!(StoreLocation::parse("runs.db").unwrap(), StoreLocation::Sqlite("runs.db".into()));
-        assert_eq!(StoreLocation::parse("sqlite:/tmp/r.db").unwrap(), StoreLocation::Sqlite("/tmp/r.db".into()));
+        assert_eq!(
+            StoreLocation::parse("sqlite:/tmp/r.db").unwrap(),
+            StoreLocation::Sqlite("/tmp/r.db".into())
+        );
         let pg = StoreLocation::parse("postgres://u:pw@h:5432/db").unwrap();
         assert_eq!(pg, StoreLocation::Postgres("postgres://u:pw@h:5432/db".into()));
         assert_eq!(pg.display(), "postgres://u:***@h:5432/db");

@@ -255,4 +255,3 @@ pub struct ReconcileReport {
     /// Lanes whose next queued run is due (no run holds the lane); a worker starts them.
     pub due: u64,
 }
-

@@ -25,7 +25,10 @@ impl PostgresStore {
         let get = |e: sqlx::Error| JournalError::corrupt("runs", e);
         let status: String = row.try_get("status").map_err(get)?;
         check_holder(run_id, &status, row.try_get("worker").map_err(get)?, &self.worker)?;
-        Ok(Some((row.try_get("persisted_messages").map_err(get)?, row.try_get("last_message_hash").map_err(get)?)))
+        Ok(Some((
+            row.try_get("persisted_messages").map_err(get)?,
+            row.try_get("last_message_hash").map_err(get)?,
+        )))
     }
 
     pub(super) async fn latest_kind(&self, run_id: &str) -> Result<Option<CheckpointKind>, JournalError> {
@@ -34,8 +37,13 @@ impl PostgresStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(db)?;
-        row.map(|r| parse_kind(r.try_get("kind").map_err(|e| JournalError::corrupt("checkpoints", e))?, "checkpoints.kind"))
-            .transpose()
+        row.map(|r| {
+            parse_kind(
+                r.try_get("kind").map_err(|e| JournalError::corrupt("checkpoints", e))?,
+                "checkpoints.kind",
+            )
+        })
+        .transpose()
     }
 
     pub(super) async fn load_checkpoint(
@@ -55,14 +63,16 @@ impl PostgresStore {
             if resumable_only && !kind.allows_resume() {
                 continue;
             }
-            let row = sqlx::query("SELECT header, message_count FROM checkpoints WHERE run_id = $1 AND seq = $2")
-                .bind(run_id)
-                .bind(seq)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db)?;
+            let row =
+                sqlx::query("SELECT header, message_count FROM checkpoints WHERE run_id = $1 AND seq = $2")
+                    .bind(run_id)
+                    .bind(seq)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(db)?;
             let header: String = row.try_get("header").map_err(|e| JournalError::corrupt(&what, e))?;
-            let header: RunHeader = serde_json::from_str(&header).map_err(|e| JournalError::corrupt(&what, e))?;
+            let header: RunHeader =
+                serde_json::from_str(&header).map_err(|e| JournalError::corrupt(&what, e))?;
             let count: i64 = row.try_get("message_count").map_err(|e| JournalError::corrupt(&what, e))?;
             let bodies = sqlx::query("SELECT body FROM messages WHERE run_id = $1 AND idx < $2 ORDER BY idx")
                 .bind(run_id)
@@ -71,7 +81,10 @@ impl PostgresStore {
                 .await
                 .map_err(db)?;
             if bodies.len() as i64 != count {
-                return Err(JournalError::corrupt(&what, format!("{count} messages expected, {} stored", bodies.len())));
+                return Err(JournalError::corrupt(
+                    &what,
+                    format!("{count} messages expected, {} stored", bodies.len()),
+                ));
             }
             let messages = bodies
                 .iter()
@@ -114,18 +127,24 @@ impl PostgresStore {
         };
         let plan = CheckpointPlan::new(persisted, last_hash.as_deref(), kind, header, messages)?;
         if plan.rewrite {
-            sqlx::query("DELETE FROM messages WHERE run_id = $1").bind(run_id).execute(&mut *tx).await.map_err(db)?;
+            sqlx::query("DELETE FROM messages WHERE run_id = $1")
+                .bind(run_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
         }
         let (indexes, bodies): (Vec<i64>, Vec<&str>) = plan.new_messages().unzip();
         if !indexes.is_empty() {
             // One statement for all new messages.
-            sqlx::query("INSERT INTO messages (run_id, idx, body) SELECT $1, * FROM UNNEST($2::BIGINT[], $3::TEXT[])")
-                .bind(run_id)
-                .bind(&indexes)
-                .bind(&bodies)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
+            sqlx::query(
+                "INSERT INTO messages (run_id, idx, body) SELECT $1, * FROM UNNEST($2::BIGINT[], $3::TEXT[])",
+            )
+            .bind(run_id)
+            .bind(&indexes)
+            .bind(&bodies)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         }
         sqlx::query(
             "INSERT INTO checkpoints (run_id, seq, kind, header, message_count, created_at)
@@ -150,13 +169,19 @@ impl PostgresStore {
         tx.commit().await.map_err(db)
     }
 
-    pub(super) async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCallRow>, JournalError> {
-        let row = sqlx::query("SELECT tool, started_at, result FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2")
-            .bind(run_id)
-            .bind(call_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
+    pub(super) async fn tool_call(
+        &self,
+        run_id: &str,
+        call_id: &str,
+    ) -> Result<Option<ToolCallRow>, JournalError> {
+        let row = sqlx::query(
+            "SELECT tool, started_at, result FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2",
+        )
+        .bind(run_id)
+        .bind(call_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db)?;
         let Some(row) = row else { return Ok(None) };
         let what = format!("tool_calls({run_id}, {call_id})");
         let result: Option<String> = row.try_get("result").map_err(|e| JournalError::corrupt(&what, e))?;
@@ -187,19 +212,30 @@ impl PostgresStore {
         tx.commit().await.map_err(db)
     }
 
-    async fn set_result(&self, run_id: &str, call_id: &str, result: &ToolResult) -> Result<PgQueryResult, JournalError> {
+    async fn set_result(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        result: &ToolResult,
+    ) -> Result<PgQueryResult, JournalError> {
         let body = serde_json::to_string(result).map_err(|e| JournalError::corrupt("tool result", e))?;
-        sqlx::query("UPDATE tool_calls SET completed_at = $1, result = $2 WHERE run_id = $3 AND tool_call_id = $4")
-            .bind(now_ms())
-            .bind(body)
-            .bind(run_id)
-            .bind(call_id)
-            .execute(&self.pool)
-            .await
-            .map_err(db)
+        sqlx::query(
+            "UPDATE tool_calls SET completed_at = $1, result = $2 WHERE run_id = $3 AND tool_call_id = $4",
+        )
+        .bind(now_ms())
+        .bind(body)
+        .bind(run_id)
+        .bind(call_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db)
     }
 
-    pub(super) async fn complete_tool_call(&self, run_id: &str, result: &ToolResult) -> Result<(), JournalError> {
+    pub(super) async fn complete_tool_call(
+        &self,
+        run_id: &str,
+        result: &ToolResult,
+    ) -> Result<(), JournalError> {
         self.set_result(run_id, &result.call_id, result).await.map(|_| ())
     }
 
@@ -210,12 +246,16 @@ impl PostgresStore {
         content: &str,
         is_error: bool,
     ) -> Result<(), JournalError> {
-        let result = if is_error { ToolResult::error(call_id, content) } else { ToolResult::ok(call_id, content) };
+        let result =
+            if is_error { ToolResult::error(call_id, content) } else { ToolResult::ok(call_id, content) };
         let done = self.set_result(run_id, call_id, &result).await?;
         touched(&done, || format!("{run_id} / {call_id}"))
     }
 
-    pub(super) async fn unfinished_tool_calls(&self, run_id: &str) -> Result<Vec<(String, String)>, JournalError> {
+    pub(super) async fn unfinished_tool_calls(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<(String, String)>, JournalError> {
         let rows = sqlx::query(
             "SELECT tool_call_id, tool FROM tool_calls WHERE run_id = $1 AND completed_at IS NULL ORDER BY started_at",
         )
@@ -224,20 +264,27 @@ impl PostgresStore {
         .await
         .map_err(db)?;
         let get = |e: sqlx::Error| JournalError::corrupt("tool_calls", e);
-        rows.iter().map(|r| Ok((r.try_get("tool_call_id").map_err(get)?, r.try_get("tool").map_err(get)?))).collect()
+        rows.iter()
+            .map(|r| Ok((r.try_get("tool_call_id").map_err(get)?, r.try_get("tool").map_err(get)?)))
+            .collect()
     }
 
     pub(super) async fn forget_tool_call(&self, run_id: &str, call_id: &str) -> Result<(), JournalError> {
-        let done = sqlx::query("DELETE FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2 AND completed_at IS NULL")
-            .bind(run_id)
-            .bind(call_id)
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
+        let done = sqlx::query(
+            "DELETE FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2 AND completed_at IS NULL",
+        )
+        .bind(run_id)
+        .bind(call_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
         touched(&done, || format!("{run_id} / {call_id} (no unfinished call with this id)"))
     }
 
-    pub(super) async fn load_journal(&self, conversation: &str) -> Result<Option<serde_json::Value>, JournalError> {
+    pub(super) async fn load_journal(
+        &self,
+        conversation: &str,
+    ) -> Result<Option<serde_json::Value>, JournalError> {
         let row = sqlx::query("SELECT body FROM journals WHERE conversation = $1")
             .bind(conversation)
             .fetch_optional(&self.pool)
@@ -250,7 +297,11 @@ impl PostgresStore {
         .transpose()
     }
 
-    pub(super) async fn save_journal(&self, conversation: &str, body: &serde_json::Value) -> Result<(), JournalError> {
+    pub(super) async fn save_journal(
+        &self,
+        conversation: &str,
+        body: &serde_json::Value,
+    ) -> Result<(), JournalError> {
         sqlx::query(
             "INSERT INTO journals (conversation, body, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",

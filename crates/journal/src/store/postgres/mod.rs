@@ -1,8 +1,9 @@
 //! [`PostgresStore`]: the run store on PostgreSQL, for many workers on many hosts.
 //!
 //! The database enforces what the workers rely on: a unique partial index allows one active
-//! run per lane; claims are single conditional statements (`FOR UPDATE SKIP LOCKED` where a
-//! worker picks among candidates), so concurrent workers never take the same run; a checkpoint
+//! run per lane; claims are single conditional statements (a lane's oldest queued run is
+//! locked `FOR UPDATE`, so its order holds; a take-over picks among stopped runs `FOR UPDATE
+//! SKIP LOCKED`), so concurrent workers never take the same run; a checkpoint
 //! or a tool call's start locks its run row and is refused when another worker holds the run
 //! (fencing a worker that lost its lease). Workers find new runs by polling (the worker's
 //! `--poll-ms`), not LISTEN/NOTIFY.

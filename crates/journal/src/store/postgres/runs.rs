@@ -25,7 +25,11 @@ fn run_id_of(row: Option<sqlx::postgres::PgRow>) -> Result<Option<String>, Journ
 }
 
 impl PostgresStore {
-    pub(super) async fn set_recipe(&self, run_id: &str, recipe: &serde_json::Value) -> Result<(), JournalError> {
+    pub(super) async fn set_recipe(
+        &self,
+        run_id: &str,
+        recipe: &serde_json::Value,
+    ) -> Result<(), JournalError> {
         let done = sqlx::query("UPDATE runs SET recipe = $1, updated_at = $2 WHERE run_id = $3")
             .bind(recipe.to_string())
             .bind(now_ms())
@@ -97,11 +101,13 @@ impl PostgresStore {
         rows.iter().map(|r| r.try_get("lane").map_err(|e| JournalError::corrupt("runs", e))).collect()
     }
 
+    /// Locks the lane's oldest queued run without skipping it: a second claimer waits, then
+    /// finds the lane held (skipping it would let a younger run of the lane win the race).
     pub(super) async fn claim_next(&self, lane: &str) -> Result<Option<String>, JournalError> {
         let row = sqlx::query(AssertSqlSafe(format!(
             "UPDATE runs SET status = 'running', updated_at = $1, heartbeat_at = $1, worker = $2
              WHERE run_id = (SELECT run_id FROM runs WHERE lane = $3 AND status = 'queued'
-                             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+                             ORDER BY seq LIMIT 1 FOR UPDATE)
                AND status = 'queued'
                AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.lane = $3 AND a.status IN {HOLDING})
              RETURNING run_id"
@@ -184,13 +190,14 @@ impl PostgresStore {
     }
 
     pub(super) async fn heartbeat(&self, run_id: &str, at_ms: i64) -> Result<bool, JournalError> {
-        let done = sqlx::query("UPDATE runs SET heartbeat_at = $1 WHERE run_id = $2 AND COALESCE(worker, $3) = $3")
-            .bind(at_ms)
-            .bind(run_id)
-            .bind(&self.worker)
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
+        let done =
+            sqlx::query("UPDATE runs SET heartbeat_at = $1 WHERE run_id = $2 AND COALESCE(worker, $3) = $3")
+                .bind(at_ms)
+                .bind(run_id)
+                .bind(&self.worker)
+                .execute(&self.pool)
+                .await
+                .map_err(db)?;
         Ok(done.rows_affected() == 1 || self.run(run_id).await?.is_none())
     }
 
@@ -238,11 +245,13 @@ impl PostgresStore {
     ) -> Result<ReconcileReport, JournalError> {
         let mut report = ReconcileReport::default();
         let stale_before = now - stale_after.as_millis() as i64;
-        let stale = sqlx::query("SELECT run_id FROM runs WHERE status = 'running' AND COALESCE(heartbeat_at, 0) < $1")
-            .bind(stale_before)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
+        let stale = sqlx::query(
+            "SELECT run_id FROM runs WHERE status = 'running' AND COALESCE(heartbeat_at, 0) < $1",
+        )
+        .bind(stale_before)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
         for row in stale {
             let run_id: String = row.try_get("run_id").map_err(|e| JournalError::corrupt("runs", e))?;
             let resumable = self.latest_kind(&run_id).await?.is_some_and(CheckpointKind::allows_resume);

@@ -73,12 +73,17 @@ const MIGRATION_LOCK: i64 = 0x6c6f_6f70_7261_696c; // "looprail"
 /// Applies the missing migrations in one transaction holding the migration lock.
 pub(super) async fn migrate(pool: &PgPool) -> Result<(), JournalError> {
     let mut tx = pool.begin().await.map_err(db)?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await.map_err(db)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
     sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
         .execute(&mut *tx)
         .await
         .map_err(db)?;
-    let row = sqlx::query("SELECT MAX(version) AS v FROM schema_version").fetch_one(&mut *tx).await.map_err(db)?;
+    let row =
+        sqlx::query("SELECT MAX(version) AS v FROM schema_version").fetch_one(&mut *tx).await.map_err(db)?;
     let current: i64 = row
         .try_get::<Option<i64>, _>("v")
         .map_err(|e| JournalError::corrupt("schema_version", e))?

@@ -6,7 +6,10 @@ use super::*;
 
 impl SqliteStore {
     /// The journal of a conversation, as stored JSON.
-    pub(super) async fn load_journal(&self, conversation: &str) -> Result<Option<serde_json::Value>, JournalError> {
+    pub(super) async fn load_journal(
+        &self,
+        conversation: &str,
+    ) -> Result<Option<serde_json::Value>, JournalError> {
         let row = sqlx::query("SELECT body FROM journals WHERE conversation = ?")
             .bind(conversation)
             .fetch_optional(&self.pool)

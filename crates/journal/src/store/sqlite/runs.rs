@@ -12,7 +12,11 @@ use super::*;
 const HOLDING: &str = "('running', 'waiting_on_human', 'interrupted')";
 
 impl SqliteStore {
-    pub(super) async fn set_recipe(&self, run_id: &str, recipe: &serde_json::Value) -> Result<(), JournalError> {
+    pub(super) async fn set_recipe(
+        &self,
+        run_id: &str,
+        recipe: &serde_json::Value,
+    ) -> Result<(), JournalError> {
         let done = sqlx::query("UPDATE runs SET recipe = ?, updated_at = ? WHERE run_id = ?")
             .bind(recipe.to_string())
             .bind(now_ms())
@@ -197,14 +201,15 @@ impl SqliteStore {
     }
 
     pub(super) async fn heartbeat(&self, run_id: &str, at_ms: i64) -> Result<bool, JournalError> {
-        let done = sqlx::query("UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND COALESCE(worker, ?) = ?")
-            .bind(at_ms)
-            .bind(run_id)
-            .bind(&self.worker)
-            .bind(&self.worker)
-            .execute(&self.pool)
-            .await
-            .map_err(self.db())?;
+        let done =
+            sqlx::query("UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND COALESCE(worker, ?) = ?")
+                .bind(at_ms)
+                .bind(run_id)
+                .bind(&self.worker)
+                .bind(&self.worker)
+                .execute(&self.pool)
+                .await
+                .map_err(self.db())?;
         // No row updated: another worker holds it, or the run is not stored (yet).
         Ok(done.rows_affected() == 1 || self.run(run_id).await?.is_none())
     }

@@ -7,7 +7,11 @@ use crate::store::common::check_holder;
 
 impl SqliteStore {
     /// The envelope row of a call.
-    pub(super) async fn tool_call(&self, run_id: &str, call_id: &str) -> Result<Option<ToolCallRow>, JournalError> {
+    pub(super) async fn tool_call(
+        &self,
+        run_id: &str,
+        call_id: &str,
+    ) -> Result<Option<ToolCallRow>, JournalError> {
         let row = sqlx::query(
             "SELECT tool, started_at, result FROM tool_calls WHERE run_id = ? AND tool_call_id = ?",
         )
@@ -58,7 +62,11 @@ impl SqliteStore {
     }
 
     /// Writes `completed_at` and the result after the tool ran.
-    pub(super) async fn complete_tool_call(&self, run_id: &str, result: &ToolResult) -> Result<(), JournalError> {
+    pub(super) async fn complete_tool_call(
+        &self,
+        run_id: &str,
+        result: &ToolResult,
+    ) -> Result<(), JournalError> {
         let body = serde_json::to_string(result).map_err(|e| JournalError::corrupt("tool result", e))?;
         sqlx::query(
             "UPDATE tool_calls SET completed_at = ?, result = ? WHERE run_id = ? AND tool_call_id = ?",
@@ -99,7 +107,10 @@ impl SqliteStore {
 
     /// Tool calls of a run that started and never completed (what a resume-unsafe halt waits
     /// on), as `(call id, tool)`.
-    pub(super) async fn unfinished_tool_calls(&self, run_id: &str) -> Result<Vec<(String, String)>, JournalError> {
+    pub(super) async fn unfinished_tool_calls(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<(String, String)>, JournalError> {
         let rows = sqlx::query(
             "SELECT tool_call_id, tool FROM tool_calls WHERE run_id = ? AND completed_at IS NULL
              ORDER BY started_at",
@@ -131,5 +142,4 @@ impl SqliteStore {
         .map_err(self.db())?;
         touched(&done, || format!("{run_id} / {call_id} (no unfinished call with this id)"))
     }
-
 }

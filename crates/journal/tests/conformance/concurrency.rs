@@ -1,0 +1,161 @@
+//! What the database enforces between workers: one active run per lane, one holder per run,
+//! one take-over of a stopped holder's run, a fence against the holder that lost it, and
+//! reconcilers that may all run at once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use looprail_journal::{JournalError, RunSpec, RunStatus, SharedStore, now_ms};
+use looprail_loop_core::prelude::*;
+use looprail_loop_core::store::CheckpointKind;
+
+use crate::Backend;
+
+fn spec(run: &str, conversation: &str) -> RunSpec {
+    RunSpec::new(run, conversation, "x").with_recipe(serde_json::json!({}))
+}
+
+/// Per lane, the run a worker is executing now; per run, how often it was executed.
+#[derive(Default)]
+struct Ledger {
+    active: HashMap<String, String>,
+    executed: HashMap<String, u32>,
+    order: HashMap<String, Vec<String>>,
+}
+
+async fn work(store: SharedStore, ledger: Arc<Mutex<Ledger>>, total: usize) {
+    loop {
+        if ledger.lock().unwrap().executed.len() == total {
+            return;
+        }
+        let mut next = None;
+        for lane in store.due_lanes().await.unwrap() {
+            if let Some(run) = store.claim_next(&lane).await.unwrap() {
+                next = Some((run, lane));
+                break;
+            }
+        }
+        let Some((mut run, lane)) = next else {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            continue;
+        };
+        loop {
+            {
+                let mut ledger = ledger.lock().unwrap();
+                let other = ledger.active.insert(lane.clone(), run.clone());
+                assert_eq!(other, None, "two active runs in {lane}");
+                *ledger.executed.entry(run.clone()).or_default() += 1;
+                ledger.order.entry(lane.clone()).or_default().push(run.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            ledger.lock().unwrap().active.remove(&lane);
+            match store.finish(&run, RunStatus::Completed).await.unwrap() {
+                Some(following) => run = following,
+                None => break,
+            }
+        }
+    }
+}
+
+pub async fn concurrent_workers_never_share_a_lane_nor_a_run(backend: Backend) {
+    let submitter = backend.open().await;
+    let (lanes, per_lane) = (5, 8);
+    for i in 0..per_lane {
+        for lane in 0..lanes {
+            submitter.enqueue(&spec(&format!("l{lane}-r{i}"), &format!("l{lane}"))).await.unwrap();
+        }
+    }
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let mut workers = Vec::new();
+    for w in 0..4 {
+        let store = backend.open_as(&format!("w{w}")).await;
+        workers.push(tokio::spawn(work(store, Arc::clone(&ledger), lanes * per_lane)));
+    }
+    for worker in workers {
+        tokio::time::timeout(Duration::from_secs(60), worker).await.expect("the workers finish").unwrap();
+    }
+    let ledger = ledger.lock().unwrap();
+    assert!(ledger.executed.values().all(|&n| n == 1), "every run executed once: {:?}", ledger.executed);
+    for lane in 0..lanes {
+        let expected: Vec<String> = (0..per_lane).map(|i| format!("l{lane}-r{i}")).collect();
+        assert_eq!(
+            ledger.order[&format!("conversation:l{lane}")],
+            expected,
+            "submission order in lane {lane}"
+        );
+    }
+    let runs = submitter.runs().await.unwrap();
+    assert!(runs.iter().all(|r| r.status == RunStatus::Completed));
+}
+
+pub async fn a_stopped_holders_run_is_taken_over_once_and_the_old_holder_is_fenced(backend: Backend) {
+    let old = backend.open_as("old").await;
+    old.submit(&spec("r", "c")).await.unwrap();
+    old.submit(&RunSpec::new("no-recipe", "d", "x")).await.unwrap();
+    let run = Run::builder(LoopConfig::default()).user("x").build().unwrap();
+    old.save_checkpoint("r", CheckpointKind::LlmResponse, &run.header(), run.messages()).await.unwrap();
+    let now = now_ms();
+    assert_eq!(old.take_over(now - 60_000, 5).await.unwrap(), None, "a live holder keeps its run");
+    old.heartbeat("r", now - 600_000).await.unwrap();
+    old.heartbeat("no-recipe", now - 600_000).await.unwrap();
+
+    let mut takers = Vec::new();
+    for w in 0..4 {
+        let store = backend.open_as(&format!("new{w}")).await;
+        takers.push(tokio::spawn(async move { (store.take_over(now - 60_000, 5).await.unwrap(), store) }));
+    }
+    let mut winners = Vec::new();
+    for taker in takers {
+        if let (Some(run), store) = taker.await.unwrap() {
+            winners.push((run, store));
+        }
+    }
+    assert_eq!(winners.len(), 1, "one taker wins; a run without a recipe is not taken");
+    let (taken, new) = winners.pop().unwrap();
+    assert_eq!(taken, "r");
+    let row = old.run("r").await.unwrap().unwrap();
+    assert_eq!(
+        (row.status, row.worker.as_deref(), row.takeovers),
+        (RunStatus::Running, Some(new.worker()), 1)
+    );
+
+    // The old holder, back from a network cut, is fenced off.
+    assert!(!old.heartbeat("r", now_ms()).await.unwrap(), "its lease is lost");
+    let call = ToolCall::new("lr-0", "send", "{}");
+    assert!(matches!(old.start_tool_call("r", &call).await, Err(JournalError::LeaseLost { .. })));
+    let refused = old.save_checkpoint("r", CheckpointKind::ToolResult, &run.header(), run.messages()).await;
+    assert!(matches!(refused, Err(JournalError::LeaseLost { .. })), "{refused:?}");
+    new.start_tool_call("r", &call).await.unwrap();
+    assert!(new.heartbeat("r", now_ms()).await.unwrap());
+
+    // A shutdown's interrupted run is taken over too, at most `max_takeovers` times in all.
+    new.set_status("r", RunStatus::Interrupted).await.unwrap();
+    assert_eq!(old.take_over(now_ms() - 60_000, 1).await.unwrap(), None, "already taken over once");
+    assert_eq!(old.take_over(now_ms() - 60_000, 5).await.unwrap().as_deref(), Some("r"));
+    let row = old.run("r").await.unwrap().unwrap();
+    assert_eq!((row.worker.as_deref(), row.takeovers, row.resume_available), (Some("old"), 2, false));
+}
+
+pub async fn concurrent_reconcilers_count_each_run_once(backend: Backend) {
+    let store = backend.open().await;
+    let now = now_ms();
+    for i in 0..10 {
+        let id = format!("r{i}");
+        store.submit(&spec(&id, &id)).await.unwrap();
+        store.heartbeat(&id, now - 600_000).await.unwrap();
+    }
+    let mut passes = Vec::new();
+    for w in 0..4 {
+        let store = backend.open_as(&format!("rec{w}")).await;
+        passes.push(tokio::spawn(async move {
+            store.reconcile(now, Duration::from_secs(60), Duration::from_secs(60)).await.unwrap().timed_out
+        }));
+    }
+    let mut total = 0;
+    for pass in passes {
+        total += pass.await.unwrap();
+    }
+    assert_eq!(total, 10, "each stale run timed out by exactly one reconciler");
+    assert!(store.runs().await.unwrap().iter().all(|r| r.status == RunStatus::TimedOut));
+}
