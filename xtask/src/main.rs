@@ -9,6 +9,8 @@
 //! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
 //!   their last tag; a dry run unless told otherwise (see [`release`]).
 //! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
+//! - `chaos`: the full multi-worker chaos test (200 runs on 20 lanes, 3 workers SIGKILLed at
+//!   random, PostgreSQL); CI runs a shorter one.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -455,6 +457,27 @@ fn docs() -> Result<(), String> {
     Ok(())
 }
 
+/// `cargo xtask chaos`: the chaos test of `crates/cli/tests/chaos.rs` at full size (each knob
+/// may be overridden from the environment).
+fn chaos() -> Result<(), String> {
+    let knob = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
+    let (runs, lanes, workers, kill) = (
+        knob("LOOPRAIL_CHAOS_RUNS", "200"),
+        knob("LOOPRAIL_CHAOS_LANES", "20"),
+        knob("LOOPRAIL_CHAOS_WORKERS", "3"),
+        knob("LOOPRAIL_CHAOS_KILL_MS", "3000"),
+    );
+    cargo(
+        &["test", "--release", "-p", "looprail-cli", "--test", "chaos", "--", "--nocapture"],
+        &[
+            ("LOOPRAIL_CHAOS_RUNS", &runs),
+            ("LOOPRAIL_CHAOS_LANES", &lanes),
+            ("LOOPRAIL_CHAOS_WORKERS", &workers),
+            ("LOOPRAIL_CHAOS_KILL_MS", &kill),
+        ],
+    )
+}
+
 fn main() -> ExitCode {
     let task = std::env::args().nth(1);
     let result = match task.as_deref() {
@@ -463,8 +486,9 @@ fn main() -> ExitCode {
         Some("deny") => deny(),
         Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("docs") => docs(),
-        Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, docs")),
-        None => Err("usage: cargo xtask <ci|deny|bench|release|docs>".to_owned()),
+        Some("chaos") => chaos(),
+        Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, docs, chaos")),
+        None => Err("usage: cargo xtask <ci|deny|bench|release|docs|chaos>".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -32,6 +32,8 @@ pub enum Reply {
     Sse { chunks: Vec<String>, pause: Duration, break_at_end: bool },
     /// Takes the request and never answers (not even the status line).
     Silent,
+    /// The inner reply, after a pause (a slow model).
+    Later { delay: Duration, reply: Box<Reply> },
 }
 
 impl Reply {
@@ -47,6 +49,11 @@ impl Reply {
             }
             other => other,
         }
+    }
+
+    /// This reply, sent after `delay`.
+    pub fn after(self, delay: Duration) -> Self {
+        Reply::Later { delay, reply: Box::new(self) }
     }
 
     pub fn html(status: u16, body: &str) -> Self {
@@ -77,10 +84,14 @@ pub struct Seen {
     pub body: serde_json::Value,
 }
 
+/// Computes a reply from a request's body (for servers many concurrent runs share).
+pub type Responder = Arc<dyn Fn(&serde_json::Value) -> Reply + Send + Sync>;
+
 #[derive(Clone)]
 struct State {
     replies: Arc<Mutex<VecDeque<Reply>>>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    responder: Option<Responder>,
 }
 
 pub struct FakeServer {
@@ -91,8 +102,20 @@ pub struct FakeServer {
 
 impl FakeServer {
     pub async fn start(replies: Vec<Reply>) -> Self {
-        let state =
-            State { replies: Arc::new(Mutex::new(replies.into())), seen: Arc::new(Mutex::new(Vec::new())) };
+        Self::serve(replies, None).await
+    }
+
+    /// A server that answers every request with `responder(body)` instead of a script.
+    pub async fn responding(responder: impl Fn(&serde_json::Value) -> Reply + Send + Sync + 'static) -> Self {
+        Self::serve(Vec::new(), Some(Arc::new(responder))).await
+    }
+
+    async fn serve(replies: Vec<Reply>, responder: Option<Responder>) -> Self {
+        let state = State {
+            replies: Arc::new(Mutex::new(replies.into())),
+            seen: Arc::new(Mutex::new(Vec::new())),
+            responder,
+        };
         let app = Router::new().fallback(handle).with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -118,14 +141,25 @@ async fn handle(
     body: Bytes,
 ) -> Response<Body> {
     let parsed = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    let reply = match &state.responder {
+        Some(responder) => Some(responder(&parsed)),
+        None => state.replies.lock().unwrap().pop_front(),
+    };
     state.seen.lock().unwrap().push(Seen { path: uri.path().to_owned(), headers, body: parsed });
-    let reply = state.replies.lock().unwrap().pop_front();
+    let reply = match reply {
+        Some(Reply::Later { delay, reply }) => {
+            tokio::time::sleep(delay).await;
+            Some(*reply)
+        }
+        other => other,
+    };
     match reply {
         None => Response::builder()
             .status(500)
             .body(Body::from("{\"error\": {\"message\": \"no scripted reply\"}}"))
             .unwrap(),
-        Some(Reply::Silent) => std::future::pending().await,
+        // Nested delays are not needed: one pause per reply.
+        Some(Reply::Silent | Reply::Later { .. }) => std::future::pending().await,
         Some(Reply::Body { status, headers, content_type, body }) => {
             let mut response = Response::builder()
                 .status(StatusCode::from_u16(status).unwrap())

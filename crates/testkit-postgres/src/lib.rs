@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 
 mod locate;
 
+/// The client the helper uses, for tests that inspect a database directly.
+pub use sqlx;
+
 use locate::{bin_dir, unprivileged_user};
 
 /// A running throwaway server.

@@ -354,6 +354,14 @@ impl Runner {
         let result = driver.drive(&mut run).await;
         drop(_heartbeat);
         let outcome = result.map_err(|e| JournalError::Driver(e.to_string()))?;
+        // A worker that lost the run to another (its heartbeats stopped reaching the store)
+        // records nothing more: the new holder owns the run's state and end.
+        if let Some(row) = self.store.run(run_id).await?
+            && row.status == RunStatus::Running
+            && let Some(holder) = row.worker.filter(|w| w != self.store.worker())
+        {
+            return Err(JournalError::LeaseLost { run_id: run_id.to_owned(), holder });
+        }
         self.store
             .save_journal(
                 Self::conversation(lane),

@@ -237,8 +237,11 @@ pub enum Submitted {
 pub struct ToolCallRow {
     /// The tool.
     pub tool: String,
-    /// When it started (ms).
+    /// When it started last (ms).
     pub started_at: i64,
+    /// How many times it was started: more than 1 only for an idempotent call run again after
+    /// an interruption (a side-effecting one is never started twice).
+    pub attempts: i64,
     /// Its result, once completed.
     pub completed: Option<ToolResult>,
 }

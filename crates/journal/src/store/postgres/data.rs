@@ -175,7 +175,7 @@ impl PostgresStore {
         call_id: &str,
     ) -> Result<Option<ToolCallRow>, JournalError> {
         let row = sqlx::query(
-            "SELECT tool, started_at, result FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2",
+            "SELECT tool, started_at, result, attempts FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2",
         )
         .bind(run_id)
         .bind(call_id)
@@ -188,6 +188,7 @@ impl PostgresStore {
         Ok(Some(ToolCallRow {
             tool: row.try_get("tool").map_err(|e| JournalError::corrupt(&what, e))?,
             started_at: row.try_get("started_at").map_err(|e| JournalError::corrupt(&what, e))?,
+            attempts: row.try_get("attempts").map_err(|e| JournalError::corrupt(&what, e))?,
             completed: result
                 .map(|text| serde_json::from_str(&text).map_err(|e| JournalError::corrupt(&what, e)))
                 .transpose()?,
@@ -199,7 +200,7 @@ impl PostgresStore {
         self.lock_run(&mut tx, run_id).await?;
         sqlx::query(
             "INSERT INTO tool_calls (run_id, tool_call_id, tool, arguments, started_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (run_id, tool_call_id) DO UPDATE SET started_at = excluded.started_at",
+             ON CONFLICT (run_id, tool_call_id) DO UPDATE SET started_at = excluded.started_at, attempts = tool_calls.attempts + 1",
         )
         .bind(run_id)
         .bind(&call.id)

@@ -55,6 +55,7 @@ const MIGRATIONS: &[&str] = &[
         started_at BIGINT NOT NULL,
         completed_at BIGINT,
         result TEXT,
+        attempts BIGINT NOT NULL DEFAULT 1,
         PRIMARY KEY (run_id, tool_call_id)
      );
      CREATE TABLE journals (

@@ -57,10 +57,11 @@ const MIGRATIONS: &[&str] = &[
      );",
     // 2: what executes a run, stored by its submitter (JSON).
     "ALTER TABLE runs ADD COLUMN recipe TEXT;",
-    // 3: who holds a run, how often it was taken over, and one active run per lane enforced
-    // by the database itself.
+    // 3: who holds a run, how often it was taken over, how often each call was started, and
+    // one active run per lane enforced by the database itself.
     "ALTER TABLE runs ADD COLUMN worker TEXT;
      ALTER TABLE runs ADD COLUMN takeovers INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE tool_calls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
      CREATE UNIQUE INDEX runs_one_active_per_lane ON runs (lane)
         WHERE status IN ('running', 'waiting_on_human', 'interrupted');",
 ];

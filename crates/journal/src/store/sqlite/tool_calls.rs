@@ -13,7 +13,7 @@ impl SqliteStore {
         call_id: &str,
     ) -> Result<Option<ToolCallRow>, JournalError> {
         let row = sqlx::query(
-            "SELECT tool, started_at, result FROM tool_calls WHERE run_id = ? AND tool_call_id = ?",
+            "SELECT tool, started_at, result, attempts FROM tool_calls WHERE run_id = ? AND tool_call_id = ?",
         )
         .bind(run_id)
         .bind(call_id)
@@ -29,6 +29,7 @@ impl SqliteStore {
         Ok(Some(ToolCallRow {
             tool: row.try_get("tool").map_err(|e| JournalError::corrupt(&what, e))?,
             started_at: row.try_get("started_at").map_err(|e| JournalError::corrupt(&what, e))?,
+            attempts: row.try_get("attempts").map_err(|e| JournalError::corrupt(&what, e))?,
             completed,
         }))
     }
@@ -48,7 +49,7 @@ impl SqliteStore {
         }
         sqlx::query(
             "INSERT INTO tool_calls (run_id, tool_call_id, tool, arguments, started_at) VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT (run_id, tool_call_id) DO UPDATE SET started_at = excluded.started_at",
+             ON CONFLICT (run_id, tool_call_id) DO UPDATE SET started_at = excluded.started_at, attempts = tool_calls.attempts + 1",
         )
         .bind(run_id)
         .bind(&call.id)
