@@ -116,6 +116,7 @@ const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-providers", "sse_parse", &[]),
     ("looprail-compaction", "counting", &[]),
     ("looprail-journal", "checkpoints", &[]),
+    ("looprail-journal", "store_backends", &[]),
 ];
 
 /// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.

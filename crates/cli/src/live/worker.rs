@@ -97,11 +97,12 @@ async fn pass(store: &SharedStore, args: &WorkerArgs, shutdown: &CancellationTok
         args.lanes.is_empty() || args.lanes.iter().any(|l| lane == format!("conversation:{l}") || lane == l)
     };
     let stale_before = now_ms() - Duration::from_secs(args.stale_after_secs).as_millis() as i64;
-    if args.lanes.is_empty() {
-        if let Some(run_id) = store.take_over(stale_before, MAX_TAKEOVERS).await.map_err(|e| e.to_string())? {
-            execute(store, args, shutdown, &run_id, true).await?;
-            return Ok(true);
-        }
+    // A worker limited to some lanes leaves other lanes' stopped runs to their own workers.
+    if args.lanes.is_empty()
+        && let Some(run_id) = store.take_over(stale_before, MAX_TAKEOVERS).await.map_err(|e| e.to_string())?
+    {
+        execute(store, args, shutdown, &run_id, true).await?;
+        return Ok(true);
     }
     let due = store.due_lanes().await.map_err(|e| e.to_string())?;
     for lane in due.iter().filter(|l| allowed(l)) {

@@ -75,7 +75,7 @@ pub async fn concurrent_workers_never_share_a_lane_nor_a_run(backend: Backend) {
     for worker in workers {
         tokio::time::timeout(Duration::from_secs(60), worker).await.expect("the workers finish").unwrap();
     }
-    let ledger = ledger.lock().unwrap();
+    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
     assert!(ledger.executed.values().all(|&n| n == 1), "every run executed once: {:?}", ledger.executed);
     for lane in 0..lanes {
         let expected: Vec<String> = (0..per_lane).map(|i| format!("l{lane}-r{i}")).collect();
