@@ -56,10 +56,11 @@ pub async fn a_crash_inside_a_side_effect_is_taken_over_and_halts_for_a_human(ba
     tokio::time::timeout(Duration::from_secs(20), hanging.notified()).await.expect("the send starts");
     task.abort(); // the worker dies inside the send
     let _ = task.await;
-    first.heartbeat("r", 0).await.unwrap(); // ...and its heartbeats stop
+    // ...and its heartbeats stop: a take-over treats every heartbeat up to a minute from now as
+    // stale (a heartbeat already in flight when the task died may still land).
 
     let second = backend.open_as("w2").await;
-    assert_eq!(second.take_over(now_ms() - 1_000, 5).await.unwrap().as_deref(), Some("r"));
+    assert_eq!(second.take_over(now_ms() + 60_000, 5).await.unwrap().as_deref(), Some("r"));
     let (taker, _) = runner(&second, &effects, false);
     let halted = taker.execute_taken_over("r").await.unwrap();
     assert_eq!(halted.state, RunState::WaitingOnHuman, "an interrupted send is never re-run blindly");
@@ -108,9 +109,8 @@ pub async fn a_finished_run_taken_over_is_closed_not_rerun(backend: Backend) {
     first.start(&spec()).await.unwrap();
     // The worker died after its final checkpoint, before it recorded the status.
     store.set_status("r", RunStatus::Running).await.unwrap();
-    store.heartbeat("r", 0).await.unwrap();
     let other = backend.open_as("w2").await;
-    assert_eq!(other.take_over(now_ms() - 1_000, 5).await.unwrap().as_deref(), Some("r"));
+    assert_eq!(other.take_over(now_ms() + 60_000, 5).await.unwrap().as_deref(), Some("r"));
     let outcome = runner(&other, &effects, false).0.execute_taken_over("r").await.unwrap();
     assert_eq!(outcome.final_text, "Sent.");
     assert_eq!(effects.count("s1"), 1, "nothing ran again");
