@@ -22,9 +22,9 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 mod locate;
@@ -39,6 +39,9 @@ use locate::{bin_dir, unprivileged_user};
 pub struct TempPostgres {
     port: u16,
     dir: PathBuf,
+    bin: PathBuf,
+    user: Option<(u32, u32)>,
+    server: Mutex<Child>,
 }
 
 static SERVER: OnceLock<Result<TempPostgres, String>> = OnceLock::new();
@@ -90,21 +93,28 @@ impl TempPostgres {
             return Err(format!("initdb failed ({status}); see {}", dir.join("server.log").display()));
         }
         let port = free_port()?;
-        let mut postgres = Command::new(bin.join("postgres"));
-        postgres
-            .arg("-D")
-            .arg(&data)
-            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-F", "-c", "max_connections=300"])
-            .args(["-c", "shared_buffers=32MB", "-k"])
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log);
-        as_user(&mut postgres, user);
-        let child = postgres.spawn().map_err(|e| format!("postgres: {e}"))?;
-        watchdog(child.id(), &dir)?;
+        let child = spawn_server(&bin, user, &dir, port)?;
+        watchdog(&dir)?;
         wait_ready(&data, port, &dir)?;
-        Ok(Self { port, dir })
+        Ok(Self { port, dir, bin, user, server: Mutex::new(child) })
+    }
+
+    /// Stops the server (fast shutdown: every connection is cut), keeps it down for `down_for`,
+    /// and starts it again on the same port and data: a database restart or a network cut,
+    /// as clients see it.
+    ///
+    /// # Panics
+    /// When the server cannot be stopped or started again.
+    pub fn restart(&self, down_for: Duration) {
+        let mut server = self.server.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let stopped = Command::new("kill").args(["-INT", &server.id().to_string()]).status();
+        assert!(stopped.is_ok_and(|s| s.success()), "stopping the test server");
+        server.wait().unwrap_or_else(|e| panic!("waiting for the test server to stop: {e}"));
+        std::thread::sleep(down_for);
+        *server = spawn_server(&self.bin, self.user, &self.dir, self.port)
+            .unwrap_or_else(|e| panic!("restarting the test server: {e}"));
+        wait_ready(&self.dir.join("data"), self.port, &self.dir)
+            .unwrap_or_else(|e| panic!("restarting the test server: {e}"));
     }
 
     /// The URL of the server's administrative database.
@@ -141,6 +151,27 @@ impl TempPostgres {
     }
 }
 
+/// Starts `postgres` on `dir/data`, listening on loopback `port`, logging to `dir/server.log`.
+fn spawn_server(bin: &Path, user: Option<(u32, u32)>, dir: &Path, port: u16) -> Result<Child, String> {
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(dir.join("server.log"))
+        .map_err(|e| e.to_string())?;
+    let mut postgres = Command::new(bin.join("postgres"));
+    postgres
+        .arg("-D")
+        .arg(dir.join("data"))
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-F", "-c", "max_connections=300"])
+        .args(["-c", "shared_buffers=32MB", "-k"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log);
+    as_user(&mut postgres, user);
+    postgres.spawn().map_err(|e| format!("postgres: {e}"))
+}
+
 /// Runs `command` as `user` (uid, gid) when given.
 fn as_user(command: &mut Command, user: Option<(u32, u32)>) {
     use std::os::unix::process::CommandExt;
@@ -156,10 +187,12 @@ fn free_port() -> Result<u16, String> {
 
 /// A shell that waits for this test process to end, then stops the server at once and removes
 /// its directory (statics are never dropped, and a killed test runs no destructor).
-fn watchdog(server_pid: u32, dir: &Path) -> Result<(), String> {
+/// The server's pid is read from its `postmaster.pid` at the end, so a restarted server is
+/// stopped too.
+fn watchdog(dir: &Path) -> Result<(), String> {
     let script = format!(
-        "while kill -0 {me} 2>/dev/null; do sleep 1; done; kill -QUIT {server_pid} 2>/dev/null; sleep 2; \
-         kill -KILL {server_pid} 2>/dev/null; rm -rf '{dir}'",
+        "while kill -0 {me} 2>/dev/null; do sleep 1; done; pid=$(head -n 1 '{dir}/data/postmaster.pid'); \
+         kill -QUIT $pid 2>/dev/null; sleep 2; kill -KILL $pid 2>/dev/null; rm -rf '{dir}'",
         me = std::process::id(),
         dir = dir.display()
     );

@@ -123,6 +123,11 @@ pub async fn the_envelope_records_starts_results_and_human_verdicts(backend: Bac
 
 pub async fn journals_are_kept_per_conversation(backend: Backend) {
     let store = backend.open().await;
+    let expected = match backend {
+        Backend::Sqlite(_) => "sqlite",
+        Backend::Postgres(_) => "postgres",
+    };
+    assert_eq!((store.backend(), store.worker()), (expected, "w1"));
     assert!(store.load_journal("c").await.unwrap().is_none());
     store.save_journal("c", &serde_json::json!({ "notes": ["one"] })).await.unwrap();
     store.save_journal("c", &serde_json::json!({ "notes": ["one", "two"] })).await.unwrap();

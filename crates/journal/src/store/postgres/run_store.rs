@@ -8,7 +8,7 @@ use crate::store::api::RunStore;
 #[async_trait]
 impl RunStore for PostgresStore {
     fn backend(&self) -> &'static str {
-        "sqlite"
+        "postgres"
     }
     fn worker(&self) -> &str {
         &self.worker
