@@ -115,6 +115,22 @@ fn finish(result: Result<u8, String>) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // Spans and metrics go to an OpenTelemetry collector when OTEL_EXPORTER_OTLP_ENDPOINT is
+    // set; the guard flushes them when the command is done.
+    let telemetry = match looprail_telemetry::install_from_env() {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    let code = command();
+    drop(telemetry);
+    code
+}
+
+/// Parses the command line and runs the command.
+fn command() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => {

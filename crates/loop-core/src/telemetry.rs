@@ -97,8 +97,10 @@ pub fn record_model_result(span: &Span, result: &Result<ModelResponse, ProviderE
             span.record(RESPONSE_MODEL, response.model.as_str());
             span.record(FINISH_REASONS, finish_reason(&response.stop_reason));
             if let Some(usage) = &response.usage {
-                span.record(INPUT_TOKENS, usage.input_tokens);
-                span.record(OUTPUT_TOKENS, usage.output_tokens);
+                // As i64: OpenTelemetry integers are signed (an unsigned value would be exported
+                // as text).
+                span.record(INPUT_TOKENS, i64::try_from(usage.input_tokens).unwrap_or(i64::MAX));
+                span.record(OUTPUT_TOKENS, i64::try_from(usage.output_tokens).unwrap_or(i64::MAX));
             }
         }
         Err(error) => {
