@@ -14,6 +14,7 @@
 mod audit;
 mod demo;
 mod exit;
+mod gateway;
 mod live;
 mod progress;
 
@@ -72,6 +73,9 @@ enum Command {
         #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
         store: String,
     },
+    /// Serve the OpenAI and Anthropic APIs with looprail's guardrails, for agents in any
+    /// language (point the SDK's base URL here).
+    Gateway(gateway::GatewayArgs),
     /// Resume an interrupted or abandoned run from its latest checkpoint (never a finished one).
     Resume(live::ResumeArgs),
     /// Answer the question a waiting run asked, and drive it on.
@@ -169,6 +173,9 @@ fn command() -> ExitCode {
         Command::Run(args) => return finish(live::run(args)),
         Command::Submit(args) => return finish(live::submit(args)),
         Command::Worker(args) => return finish(live::worker(args)),
+        Command::Gateway(args) => {
+            return finish(load_config(args.config.as_ref()).and_then(|config| gateway::gateway(args, config)));
+        }
         Command::Wait(args) => return finish(live::wait(args)),
         Command::Runs { store } => live::list(&store),
         Command::Resume(args) => return finish(live::resume(args)),

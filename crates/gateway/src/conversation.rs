@@ -1,0 +1,251 @@
+//! One conversation's guard state and the decision for each request: a state machine with no
+//! I/O (the server loads the state, calls [`Gate::observe`], forwards or concludes, calls
+//! [`Gate::replied`], and stores the state again).
+//!
+//! The guards are the ones a looprail run uses (`looprail_loop_core::guards::defaults`, then
+//! the guardrails' default stack), fed the new part of the client's history: each assistant
+//! turn's tool calls with the tool results the client sent back, and each new user message as a
+//! new user turn. Their state is saved by name between requests.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use looprail_guardrails::{GuardrailsConfig, default_stack};
+use looprail_loop_core::config::LoopConfig;
+use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
+use looprail_loop_core::guards;
+use looprail_loop_core::message::{Message, Role, ToolCall, ToolResult};
+use looprail_loop_core::provider::{ModelResponse, StopReason};
+use looprail_loop_core::tool::ToolChoice;
+use serde::{Deserialize, Serialize};
+
+use crate::wire::TAG;
+
+/// What is kept between requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConversationState {
+    /// The conversation's id.
+    pub id: String,
+    /// Turns, tool calls, tokens so far.
+    pub counters: Counters,
+    /// Each guard's saved state, by name.
+    pub guards: BTreeMap<String, serde_json::Value>,
+    /// How many messages of the client's history were already observed.
+    pub seen: usize,
+    /// When the conversation started (ms since the epoch), for time limits.
+    pub started_ms: i64,
+    /// Replies the gateway replaced with a forced final answer.
+    pub concluded: u32,
+    /// Instructions the ladder added.
+    pub interventions: u32,
+}
+
+/// What to do with a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Send it upstream, with these instructions added and this tool forced.
+    Forward {
+        /// Texts for the model (the ladder's nudge or directive).
+        instructions: Vec<String>,
+        /// A tool the reply must call (the client's own ask-the-user tool).
+        force_tool: Option<String>,
+    },
+    /// Answer with a final text obtained upstream with tools removed: the client's loop ends.
+    Conclude {
+        /// Why (`loop_detected:identical`, a limit, `ask_human`).
+        reason: String,
+    },
+}
+
+/// The instruction that asks for the final answer (F10's pattern).
+pub fn final_instruction(reason: &str) -> String {
+    format!(
+        "Stop using tools now ({reason}). Reply to the user with your final answer: what you \
+         tried, what you found, and what the user must decide or do next."
+    )
+}
+
+/// The guard stack and the settings it runs with.
+pub struct Gate {
+    config: LoopConfig,
+    guardrails: GuardrailsConfig,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").finish_non_exhaustive()
+    }
+}
+
+/// Collects decisions into a verdict.
+#[derive(Default)]
+struct Outcome {
+    instructions: Vec<String>,
+    force_tool: Option<String>,
+    conclude: Option<String>,
+}
+
+impl Gate {
+    /// A gate with these settings.
+    pub fn new(config: LoopConfig, guardrails: GuardrailsConfig) -> Self {
+        Self { config, guardrails }
+    }
+
+    fn stack(&self, state: &ConversationState) -> Vec<Box<dyn Guard>> {
+        let mut stack = guards::defaults(&self.config);
+        stack.extend(default_stack(&self.guardrails));
+        for guard in &mut stack {
+            if let Some(saved) = state.guards.get(guard.name()) {
+                // A state that no longer loads (a changed setting) starts the guard afresh.
+                let _ = guard.load_state(saved.clone());
+            }
+        }
+        stack
+    }
+
+    fn take(&self, decisions: Vec<Decision>, tools: &[String], outcome: &mut Outcome) {
+        let ask = self.config.guardrails.ask_human_tool.as_deref();
+        for decision in decisions {
+            match decision {
+                Decision::Inject(message) => {
+                    if let Some(text) = message.joined_text() {
+                        outcome.instructions.push(text);
+                    }
+                }
+                Decision::ForceToolChoice(ToolChoice::Named(name)) => {
+                    if tools.contains(&name) {
+                        outcome.force_tool = Some(name);
+                    } else if Some(name.as_str()) == ask {
+                        // The client has no way to ask its user: end its loop with a final
+                        // answer that says what the user must decide.
+                        outcome.conclude.get_or_insert_with(|| "ask_human".to_owned());
+                    }
+                }
+                Decision::Stop(cause) => {
+                    outcome.conclude.get_or_insert_with(|| cause.describe());
+                }
+                Decision::Emit(event) => event.trace(),
+                _ => {}
+            }
+        }
+    }
+
+    /// Observes the client's history `messages` (its new part since the last request) and
+    /// decides what to do with this request. `tools` are the tools the request declares; `now`
+    /// is ms since the epoch.
+    pub fn observe(
+        &self,
+        state: &mut ConversationState,
+        messages: &[Message],
+        tools: &[String],
+        now: i64,
+    ) -> Verdict {
+        if state.seen > messages.len() {
+            // The client rewrote its history (an edit, a compaction): start over.
+            *state = ConversationState { id: state.id.clone(), ..ConversationState::default() };
+        }
+        if state.started_ms == 0 {
+            state.started_ms = now;
+        }
+        let mut stack = self.stack(state);
+        let mut outcome = Outcome::default();
+        let elapsed = Duration::from_millis(u64::try_from(now - state.started_ms).unwrap_or(0));
+        let first_user = messages[..state.seen].iter().any(|m| m.role == Role::User && !tagged(m));
+        let mut seen_user = first_user;
+        for i in state.seen..messages.len() {
+            let message = &messages[i];
+            match message.role {
+                Role::User if !tagged(message) => {
+                    if seen_user {
+                        state.counters.user_turns += 1;
+                        state.counters.iterations = 0;
+                        stack.iter_mut().for_each(|g| g.on_user_turn());
+                    } else {
+                        state.counters.user_turns = state.counters.user_turns.max(1);
+                    }
+                    seen_user = true;
+                }
+                Role::Assistant => {
+                    state.counters.turns += 1;
+                    state.counters.iterations += 1;
+                    let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+                    if calls.is_empty() {
+                        continue;
+                    }
+                    state.counters.tool_calls =
+                        state.counters.tool_calls.saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+                    let response = ModelResponse {
+                        text: message.joined_text(),
+                        tool_calls: calls.clone(),
+                        stop_reason: StopReason::ToolUse,
+                        usage: None,
+                        model: String::new(),
+                    };
+                    let view = TurnView {
+                        counters: &state.counters,
+                        messages: &messages[..=i],
+                        config: &self.config,
+                        elapsed,
+                    };
+                    for guard in &mut stack {
+                        self.take(guard.after_response(&view, &response), tools, &mut outcome);
+                    }
+                    for guard in &mut stack {
+                        self.take(guard.before_tools(&view, &calls), tools, &mut outcome);
+                    }
+                    let answered = messages[i + 1..].iter().take_while(|m| m.role == Role::Tool).count();
+                    if answered == 0 {
+                        continue; // its results are not in yet
+                    }
+                    let results = results_for(&messages[i + 1..i + 1 + answered], &calls);
+                    let view = TurnView { messages: &messages[..=i + answered], ..view };
+                    for guard in &mut stack {
+                        self.take(guard.after_tools(&view, &calls, &results), tools, &mut outcome);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Before the model call this request asks for: budgets, time limits, the iteration cap.
+        let view = TurnView { counters: &state.counters, messages, config: &self.config, elapsed };
+        for guard in &mut stack {
+            self.take(guard.before_turn(&view), tools, &mut outcome);
+        }
+        if state.counters.iterations >= self.config.limits.max_iterations {
+            outcome.conclude.get_or_insert_with(|| "the iteration cap was reached".to_owned());
+        }
+        state.guards = stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect();
+        state.seen = messages.len();
+        match outcome.conclude {
+            Some(reason) => {
+                state.concluded += 1;
+                Verdict::Conclude { reason }
+            }
+            None => {
+                state.interventions += u32::try_from(outcome.instructions.len()).unwrap_or(0);
+                Verdict::Forward { instructions: outcome.instructions, force_tool: outcome.force_tool }
+            }
+        }
+    }
+
+    /// Counts an upstream reply's tokens (they are spent whether or not the client keeps it).
+    pub fn replied(&self, state: &mut ConversationState, input_tokens: u64, output_tokens: u64) {
+        state.counters.usage.input_tokens += input_tokens;
+        state.counters.usage.output_tokens += output_tokens;
+    }
+}
+
+/// A message the gateway itself added (its copy came back).
+fn tagged(message: &Message) -> bool {
+    message.joined_text().is_some_and(|t| t.starts_with(TAG))
+}
+
+fn results_for(following: &[Message], calls: &[ToolCall]) -> Vec<ToolResult> {
+    let results: Vec<&ToolResult> = following.iter().flat_map(Message::tool_results).collect();
+    calls
+        .iter()
+        .map(|call| {
+            results.iter().find(|r| r.call_id == call.id).map_or_else(|| ToolResult::ok(&call.id, ""), |r| (*r).clone())
+        })
+        .collect()
+}

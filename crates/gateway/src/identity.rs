@@ -1,0 +1,81 @@
+//! Which conversation a request belongs to. The APIs are stateless (each request carries the
+//! whole history), so a conversation is named by the client (`x-looprail-run`) or recognised:
+//! its request extends the history the gateway last answered. Histories are fingerprinted as
+//! a hash chain over the normalised messages (after the API and the declared tools), so the
+//! fingerprint of every prefix costs one pass.
+
+use looprail_loop_core::message::Message;
+
+/// The header a client may use to name its conversation.
+pub const RUN_HEADER: &str = "x-looprail-run";
+
+/// How many trailing prefixes are looked up (a request adds a few messages, not dozens).
+pub const LOOKBACK: usize = 16;
+
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// `prefixes[k]` is the fingerprint of the first `k` messages (so `prefixes[0]` names the API
+/// and the tools alone).
+pub fn prefixes(api: &str, tools: &serde_json::Value, messages: &[Message]) -> Vec<u64> {
+    let mut h = fnv(0xcbf2_9ce4_8422_2325, api.as_bytes());
+    h = fnv(h, tools.to_string().as_bytes());
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    out.push(h);
+    for message in messages {
+        let body = serde_json::to_string(&normalised(message)).unwrap_or_default();
+        h = fnv(fnv(h, &[0x1e]), body.as_bytes());
+        out.push(h);
+    }
+    out
+}
+
+/// What identifies a message across echoes: role, text and tool calls or results (a client
+/// may echo an assistant message with extra fields, or `""` for no content).
+fn normalised(message: &Message) -> serde_json::Value {
+    let calls: Vec<(String, String, String)> =
+        message.tool_calls().map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone())).collect();
+    let results: Vec<(String, String)> =
+        message.tool_results().map(|r| (r.call_id.clone(), r.content.clone())).collect();
+    serde_json::json!([format!("{:?}", message.role), message.joined_text().unwrap_or_default(), calls, results])
+}
+
+/// The key under which a fingerprint is stored.
+pub fn prefix_key(fingerprint: u64) -> String {
+    format!("gateway/prefix/{fingerprint:016x}")
+}
+
+/// The key under which a conversation's state is stored.
+pub fn state_key(id: &str) -> String {
+    format!("gateway/conversation/{id}")
+}
+
+/// A new conversation id from its first fingerprint and the time.
+pub fn new_id(fingerprint: u64, now_ns: u128) -> String {
+    format!("gw-{:016x}", fnv(fingerprint, &now_ns.to_le_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use looprail_loop_core::message::ToolCall;
+
+    #[test]
+    fn a_history_and_its_extension_share_their_prefix_fingerprints() {
+        let first = vec![Message::system("s"), Message::user("hi")];
+        let mut longer = first.clone();
+        longer.push(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "read", "{}")]));
+        let tools = serde_json::json!([{ "name": "read" }]);
+        let a = prefixes("openai", &tools, &first);
+        let b = prefixes("openai", &tools, &longer);
+        assert_eq!(a[..], b[..3]);
+        assert_ne!(b[2], b[3]);
+        assert_ne!(prefixes("anthropic", &tools, &first)[2], a[2], "the API is part of it");
+        assert_ne!(prefixes("openai", &serde_json::json!([]), &first)[2], a[2], "so are the tools");
+    }
+}

@@ -1,0 +1,158 @@
+//! The looprail gateway: looprail's guardrails for agents written in any language. It speaks
+//! the OpenAI Chat Completions and Anthropic Messages APIs; an agent points its SDK's base URL
+//! at it and changes nothing else. On every request it runs the guard stack a looprail run
+//! uses over what is new in the conversation, and then:
+//!
+//! - forwards the request upstream, with the escalation ladder's nudge or directive added
+//!   (tagged `[looprail]`) when the agent loops;
+//! - forces the client's own ask-the-user tool when the ladder reaches `ask_human` and the
+//!   client declared one;
+//! - otherwise, when the ladder ends or a budget or cap is spent, answers with a final text
+//!   obtained upstream with tools removed and an instruction to say what was tried and what
+//!   the user must decide (F10), so the client's loop ends by itself.
+//!
+//! Upstream failures are retried with backoff (honouring `retry-after`) and returned in the
+//! provider's own format. Conversations are recognised across requests (see [`identity`]) and
+//! their guard state kept in the run store, so a restart or a second replica goes on with it.
+//!
+//! The per-request decision is a state machine with no I/O ([`Gate`]):
+//!
+//! ```
+//! use looprail_gateway::{ConversationState, Gate, Verdict};
+//! use looprail_loop_core::config::LoopConfig;
+//! use looprail_loop_core::message::{Message, ToolCall, ToolResult};
+//!
+//! let gate = Gate::new(LoopConfig::default(), Default::default());
+//! let mut state = ConversationState::default();
+//! let mut history = vec![Message::system("You search."), Message::user("Find the report")];
+//! let mut verdicts = Vec::new();
+//! for i in 0..12 {
+//!     let id = format!("c{i}");
+//!     history.push(Message::assistant_with_calls(None, vec![ToolCall::new(&id, "search", r#"{"q":"report"}"#)]));
+//!     history.push(Message::tool_result(ToolResult::ok(&id, "no results")));
+//!     verdicts.push(gate.observe(&mut state, &history, &["search".into()], 0));
+//! }
+//! assert!(matches!(verdicts[0], Verdict::Forward { ref instructions, .. } if instructions.is_empty()));
+//! assert!(verdicts.iter().any(|v| matches!(v, Verdict::Forward { instructions, .. } if !instructions.is_empty())), "a nudge first");
+//! assert!(matches!(verdicts.last(), Some(Verdict::Conclude { .. })), "then a final answer");
+//! ```
+
+pub mod conversation;
+pub mod identity;
+mod server;
+pub mod upstream;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use looprail_guardrails::GuardrailsConfig;
+use looprail_journal::SharedStore;
+use looprail_loop_core::config::LoopConfig;
+
+pub use conversation::{ConversationState, Gate, Verdict, final_instruction};
+pub use server::router;
+pub use upstream::Upstream;
+pub use wire::Api;
+
+/// Everything the gateway is configured with.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// Upstreams, keys and retries.
+    pub upstream: Upstream,
+    /// A token clients must present (`Authorization: Bearer` or `x-api-key`); the client's
+    /// key is then never passed upstream.
+    pub require_key: Option<String>,
+    /// The largest request body accepted, in bytes.
+    pub body_limit: usize,
+    /// Limits, budgets, ask-human tool.
+    pub loop_config: LoopConfig,
+    /// Loop detection and the ladder.
+    pub guardrails: GuardrailsConfig,
+}
+
+impl GatewayConfig {
+    /// The public APIs upstream, the keys from `OPENAI_API_KEY` and `ANTHROPIC_API_KEY` when
+    /// set (else the client's own key is passed through), 3 retries, a 32 MiB body limit.
+    pub fn new(loop_config: LoopConfig, guardrails: GuardrailsConfig) -> Self {
+        let key = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
+        Self {
+            upstream: Upstream {
+                openai: "https://api.openai.com".into(),
+                anthropic: "https://api.anthropic.com".into(),
+                openai_key: key("OPENAI_API_KEY"),
+                anthropic_key: key("ANTHROPIC_API_KEY"),
+                retries: 3,
+                max_retry_after: Duration::from_secs(60),
+                backoff: Duration::from_millis(500),
+            },
+            require_key: None,
+            body_limit: 32 * 1024 * 1024,
+            loop_config,
+            guardrails,
+        }
+    }
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// Serving failed.
+    #[error("serving failed: {0}")]
+    Serve(String),
+}
+
+/// A running gateway's shared state.
+pub struct Gateway {
+    gate: Gate,
+    upstream: Upstream,
+    require_key: Option<String>,
+    body_limit: usize,
+    store: SharedStore,
+    http: reqwest::Client,
+    /// Fingerprints answered recently by this replica (the store has them all).
+    recent: Mutex<HashMap<u64, String>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("upstream", &self.upstream.openai).finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A gateway keeping conversations in `store`.
+    pub fn new(config: GatewayConfig, store: SharedStore) -> Result<Arc<Self>, GatewayError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(600))
+            .build()
+            .map_err(|e| GatewayError::Client(e.to_string()))?;
+        Ok(Arc::new(Self {
+            gate: Gate::new(config.loop_config, config.guardrails),
+            upstream: config.upstream,
+            require_key: config.require_key,
+            body_limit: config.body_limit,
+            store,
+            http,
+            recent: Mutex::new(HashMap::new()),
+        }))
+    }
+}
+
+/// Serves `gateway` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    gateway: Arc<Gateway>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), GatewayError> {
+    axum::serve(listener, router(gateway))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|e| GatewayError::Serve(e.to_string()))
+}

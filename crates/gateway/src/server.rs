@@ -1,0 +1,211 @@
+//! The HTTP layer: axum routes that parse, ask the [`Gate`](crate::Gate), call the upstream and
+//! answer in the client's format. Each conversation's state lives in the run store, so a
+//! restarted gateway, or a second replica on the same store, goes on with it.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Response, StatusCode};
+use axum::routing::{get, post};
+use looprail_guardrails::replay::ErrorPatterns;
+use looprail_journal::now_ms;
+use serde_json::Value;
+
+use crate::conversation::{ConversationState, Verdict, final_instruction};
+use crate::identity::{self, LOOKBACK, RUN_HEADER};
+use crate::wire::Api;
+use crate::Gateway;
+
+/// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models`,
+/// `GET /healthz`.
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    let limit = gateway.body_limit;
+    Router::new()
+        .route("/v1/chat/completions", post(openai))
+        .route("/v1/messages", post(anthropic))
+        .route("/v1/models", get(models))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(gateway)
+}
+
+fn reply(status: u16, content_type: &str, body: impl Into<Body>, run: Option<&str>) -> Response<Body> {
+    let mut builder = Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
+        .header("content-type", content_type);
+    if let Some(run) = run {
+        builder = builder.header(RUN_HEADER, run);
+    }
+    builder.body(body.into()).unwrap_or_default()
+}
+
+fn json(status: u16, body: &Value, run: Option<&str>) -> Response<Body> {
+    reply(status, "application/json", body.to_string(), run)
+}
+
+async fn openai(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    gateway.handle(Api::OpenAi, "/v1/chat/completions", &headers, &body).await
+}
+
+async fn anthropic(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    gateway.handle(Api::Anthropic, "/v1/messages", &headers, &body).await
+}
+
+async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {
+    if let Err(refused) = gateway.authorize(Api::OpenAi, &headers) {
+        return refused;
+    }
+    let url = format!("{}/v1/models", gateway.upstream.openai.trim_end_matches('/'));
+    let mut request = gateway.http.get(url);
+    let key = gateway.upstream.openai_key.clone().map(|k| format!("Bearer {k}"));
+    let pass = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned).filter(|_| gateway.require_key.is_none());
+    if let Some(auth) = key.or(pass) {
+        request = request.header("authorization", auth);
+    }
+    match request.send().await {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            let body = response.bytes().await.unwrap_or_default();
+            reply(status, "application/json", body, None)
+        }
+        Err(e) => json(502, &Api::OpenAi.error("api_error", &format!("upstream unreachable: {e}")), None),
+    }
+}
+
+impl Gateway {
+    /// Checks the client's token when the gateway requires one.
+    fn authorize(&self, api: Api, headers: &HeaderMap) -> Result<(), Response<Body>> {
+        let Some(required) = &self.require_key else { return Ok(()) };
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        let bearer = header("authorization");
+        let given = bearer.strip_prefix("Bearer ").map(str::to_owned).unwrap_or_else(|| header("x-api-key"));
+        if &given == required {
+            Ok(())
+        } else {
+            Err(json(401, &api.error("authentication_error", "missing or wrong gateway key"), None))
+        }
+    }
+
+    async fn load(&self, key: &str) -> Option<Value> {
+        self.store.load_journal(key).await.ok().flatten()
+    }
+
+    /// The conversation a request continues (or a new one).
+    async fn identify(&self, api: Api, headers: &HeaderMap, fingerprints: &[u64]) -> ConversationState {
+        let named = headers.get(RUN_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let id = match named {
+            Some(id) => Some(id),
+            None => {
+                let mut found = None;
+                let last = fingerprints.len().saturating_sub(1);
+                for k in (last.saturating_sub(LOOKBACK)..=last).rev() {
+                    let cached = self.recent.lock().ok().and_then(|r| r.get(&fingerprints[k]).cloned());
+                    let hit = match cached {
+                        Some(id) => Some(id),
+                        None => self.load(&identity::prefix_key(fingerprints[k])).await.and_then(|v| v["id"].as_str().map(str::to_owned)),
+                    };
+                    if hit.is_some() {
+                        found = hit;
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        let id = id.unwrap_or_else(|| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            identity::new_id(fingerprints[0] ^ u64::from(api == Api::Anthropic), now)
+        });
+        match self.load(&identity::state_key(&id)).await.and_then(|v| serde_json::from_value(v).ok()) {
+            Some(state) => state,
+            None => ConversationState { id, ..ConversationState::default() },
+        }
+    }
+
+    /// One chat request, end to end.
+    pub(crate) async fn handle(&self, api: Api, path: &str, headers: &HeaderMap, raw: &[u8]) -> Response<Body> {
+        if let Err(refused) = self.authorize(api, headers) {
+            return refused;
+        }
+        let mut body: Value = match serde_json::from_slice(raw) {
+            Ok(body @ Value::Object(_)) => body,
+            _ => return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None),
+        };
+        let mut messages = match api.messages(&body) {
+            Ok(messages) => messages,
+            Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
+        };
+        ErrorPatterns::default().classify(&mut messages);
+        let tools = api.tool_names(&body);
+        let declared = body["tools"].clone();
+        let fingerprints = identity::prefixes(api_name(api), &declared, &messages);
+        let mut state = self.identify(api, headers, &fingerprints).await;
+        let verdict = self.gate.observe(&mut state, &messages, &tools, now_ms());
+        let stream = api.wants_stream(&body);
+        let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+        match &verdict {
+            Verdict::Forward { instructions, force_tool } => {
+                for text in instructions {
+                    api.add_instruction(&mut body, text);
+                }
+                if let Some(tool) = force_tool {
+                    api.force_tool(&mut body, tool);
+                }
+                if let Some(object) = body.as_object_mut() {
+                    object.remove("stream");
+                    object.remove("stream_options");
+                }
+            }
+            Verdict::Conclude { reason } => {
+                tracing::info!(name: "agent.fallback.reply", target: "looprail", conversation = %state.id, %reason, "gateway concluded the conversation");
+                api.without_tools(&mut body);
+                api.add_instruction(&mut body, &final_instruction(reason));
+            }
+        }
+        let pass_key = self.require_key.is_none();
+        let answer = self.upstream.send(&self.http, api, path, headers, pass_key, &body).await;
+        if !(200..300).contains(&answer.status) {
+            self.save(&state, None).await;
+            return json(answer.status, &answer.body, Some(&state.id));
+        }
+        let (input, output) = api.usage(&answer.body);
+        self.gate.replied(&mut state, input, output);
+        let fingerprint = api.reply_message(&answer.body).map(|reply| {
+            messages.push(reply);
+            *identity::prefixes(api_name(api), &declared, &messages).last().unwrap_or(&0)
+        });
+        self.save(&state, fingerprint).await;
+        if stream {
+            reply(200, "text/event-stream", api.to_stream(&answer.body, include_usage), Some(&state.id))
+        } else {
+            json(200, &answer.body, Some(&state.id))
+        }
+    }
+
+    /// Stores the state and the fingerprint of the history the client now has.
+    async fn save(&self, state: &ConversationState, fingerprint: Option<u64>) {
+        let value = serde_json::to_value(state).unwrap_or_default();
+        if let Err(e) = self.store.save_journal(&identity::state_key(&state.id), &value).await {
+            tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation state not saved");
+        }
+        if let Some(fingerprint) = fingerprint {
+            let _ = self.store.save_journal(&identity::prefix_key(fingerprint), &serde_json::json!({ "id": state.id })).await;
+            if let Ok(mut recent) = self.recent.lock() {
+                if recent.len() > 10_000 {
+                    recent.clear();
+                }
+                recent.insert(fingerprint, state.id.clone());
+            }
+        }
+    }
+}
+
+fn api_name(api: Api) -> &'static str {
+    match api {
+        Api::OpenAi => "openai",
+        Api::Anthropic => "anthropic",
+    }
+}
+

@@ -1,0 +1,125 @@
+//! Calls to the operator's upstream: fixed hosts, the gateway's own key or the client's, and
+//! retries with backoff that honour `retry-after` on 429, 5xx and 529.
+
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use serde_json::Value;
+
+use crate::wire::Api;
+
+/// An upstream answer: its status and body (a provider error passes through as it came).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The JSON body.
+    pub body: Value,
+}
+
+/// Where to send requests and with which key.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// The OpenAI-compatible base URL (without `/v1`).
+    pub openai: String,
+    /// The Anthropic base URL (without `/v1`).
+    pub anthropic: String,
+    /// The gateway's OpenAI key; `None` passes the client's own key through.
+    pub openai_key: Option<String>,
+    /// The gateway's Anthropic key; likewise.
+    pub anthropic_key: Option<String>,
+    /// Retries after the first attempt.
+    pub retries: u32,
+    /// The longest `retry-after` honoured (a longer one ends the retries).
+    pub max_retry_after: Duration,
+    /// The first backoff delay (doubled each retry).
+    pub backoff: Duration,
+}
+
+fn retryable(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500 | 502 | 503 | 504 | 529)
+}
+
+/// `retry-after-ms`, or `retry-after` in seconds.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let read = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    read("retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+        .or_else(|| read("retry-after").map(|s| Duration::from_secs_f64(s.max(0.0))))
+}
+
+impl Upstream {
+    fn request(&self, http: &reqwest::Client, api: Api, path: &str, client: &HeaderMap, pass_key: bool) -> reqwest::RequestBuilder {
+        let header = |name: &str| client.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        match api {
+            Api::OpenAi => {
+                let mut builder = http.post(format!("{}{path}", self.openai.trim_end_matches('/')));
+                let key = self.openai_key.clone().map(|k| format!("Bearer {k}"));
+                if let Some(auth) = key.or_else(|| header("authorization").filter(|_| pass_key)) {
+                    builder = builder.header("authorization", auth);
+                }
+                for name in ["openai-organization", "openai-project"] {
+                    if let Some(value) = header(name) {
+                        builder = builder.header(name, value);
+                    }
+                }
+                builder
+            }
+            Api::Anthropic => {
+                let mut builder = http.post(format!("{}{path}", self.anthropic.trim_end_matches('/')));
+                if let Some(key) = self.anthropic_key.clone().or_else(|| header("x-api-key").filter(|_| pass_key)) {
+                    builder = builder.header("x-api-key", key);
+                }
+                builder = builder.header("anthropic-version", header("anthropic-version").unwrap_or_else(|| "2023-06-01".into()));
+                if let Some(beta) = header("anthropic-beta") {
+                    builder = builder.header("anthropic-beta", beta);
+                }
+                builder
+            }
+        }
+    }
+
+    /// Sends `body` (never streamed) to `path` of the API's upstream, retrying transient
+    /// failures. A failure that outlasts the retries is returned as it is (a provider error)
+    /// or, when no upstream answered, as a 502 in the API's format.
+    pub async fn send(
+        &self,
+        http: &reqwest::Client,
+        api: Api,
+        path: &str,
+        client: &HeaderMap,
+        pass_key: bool,
+        body: &Value,
+    ) -> Answer {
+        let mut attempt = 0;
+        loop {
+            let sent = self.request(http, api, path, client, pass_key).header("content-type", "application/json").body(body.to_string()).send().await;
+            let (status, wait, answer) = match sent {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let wait = retry_after(response.headers());
+                    let body = match response.bytes().await {
+                        Ok(bytes) => serde_json::from_slice::<Value>(bytes.as_ref()).unwrap_or_else(|_| {
+                            api.error("api_error", &format!("upstream answered {status} with a body that is not JSON"))
+                        }),
+                        Err(e) => api.error("api_error", &format!("upstream body broke: {e}")),
+                    };
+                    (status, wait, Answer { status, body })
+                }
+                Err(e) => (502, None, Answer { status: 502, body: api.error("api_error", &format!("upstream unreachable: {e}")) }),
+            };
+            if !retryable(status) || attempt >= self.retries {
+                return answer;
+            }
+            let backoff = self.backoff.saturating_mul(1 << attempt.min(10));
+            let delay = match wait {
+                Some(wait) if wait > self.max_retry_after => return answer,
+                Some(wait) => wait,
+                None => backoff,
+            };
+            tracing::info!(name: "agent.model.retry", target: "looprail", status, attempt, delay_ms = delay.as_millis() as u64, "gateway upstream retry");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+}

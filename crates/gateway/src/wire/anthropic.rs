@@ -1,0 +1,121 @@
+//! Anthropic Messages.
+
+use looprail_loop_core::message::{Message, ToolCall, ToolResult};
+use serde_json::{Value, json};
+
+use super::text_of;
+
+pub(super) fn messages(body: &Value) -> Result<Vec<Message>, String> {
+    let list = body["messages"].as_array().ok_or("`messages` must be an array")?;
+    let mut out = Vec::with_capacity(list.len() + 1);
+    let system = text_of(&body["system"]);
+    if !system.is_empty() {
+        out.push(Message::system(system));
+    }
+    for (i, m) in list.iter().enumerate() {
+        let blocks: Vec<Value> = match &m["content"] {
+            Value::String(text) => vec![json!({ "type": "text", "text": text })],
+            Value::Array(blocks) => blocks.clone(),
+            _ => return Err(format!("messages[{i}].content must be a string or an array")),
+        };
+        let text = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        match m["role"].as_str() {
+            Some("user") => {
+                for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                    let id = block["tool_use_id"].as_str().unwrap_or_default();
+                    let content = text_of(&block["content"]);
+                    let result = if block["is_error"].as_bool().unwrap_or(false) {
+                        ToolResult::error(id, content)
+                    } else {
+                        ToolResult::ok(id, content)
+                    };
+                    out.push(Message::tool_result(result));
+                }
+                if !text.is_empty() {
+                    out.push(Message::user(text));
+                }
+            }
+            Some("assistant") => {
+                let calls = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_use")
+                    .map(|b| {
+                        ToolCall::new(
+                            b["id"].as_str().unwrap_or_default(),
+                            b["name"].as_str().unwrap_or_default(),
+                            b["input"].to_string(),
+                        )
+                    })
+                    .collect();
+                out.push(Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls));
+            }
+            other => return Err(format!("messages[{i}]: unknown role {other:?}")),
+        }
+    }
+    Ok(out)
+}
+
+/// Appends a text block to the last user message (Anthropic wants user and assistant turns
+/// to alternate), or a new user message when the last one is the assistant's.
+pub(super) fn add_instruction(body: &mut Value, text: &str) {
+    let Some(list) = body["messages"].as_array_mut() else { return };
+    let block = json!({ "type": "text", "text": text });
+    match list.last_mut() {
+        Some(last) if last["role"] == "user" => {
+            if let Value::String(existing) = &last["content"] {
+                last["content"] = json!([{ "type": "text", "text": existing }]);
+            }
+            if let Some(blocks) = last["content"].as_array_mut() {
+                blocks.push(block);
+            }
+        }
+        _ => list.push(json!({ "role": "user", "content": [block] })),
+    }
+}
+
+pub(super) fn reply_message(response: &Value) -> Option<Message> {
+    let wrapped = json!({ "messages": [{ "role": "assistant", "content": response["content"] }] });
+    messages(&wrapped).ok()?.pop()
+}
+
+fn event(kind: &str, data: Value) -> String {
+    format!("event: {kind}\ndata: {data}\n\n")
+}
+
+pub(super) fn to_stream(response: &Value) -> String {
+    let mut start = response.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    let mut out = event("message_start", json!({ "type": "message_start", "message": start }));
+    for (index, block) in response["content"].as_array().into_iter().flatten().enumerate() {
+        let (empty, delta) = match block["type"].as_str() {
+            Some("text") => (
+                json!({ "type": "text", "text": "" }),
+                json!({ "type": "text_delta", "text": block["text"] }),
+            ),
+            Some("tool_use") => (
+                json!({ "type": "tool_use", "id": block["id"], "name": block["name"], "input": {} }),
+                json!({ "type": "input_json_delta", "partial_json": block["input"].to_string() }),
+            ),
+            _ => continue,
+        };
+        out.push_str(&event("content_block_start", json!({ "type": "content_block_start", "index": index, "content_block": empty })));
+        out.push_str(&event("content_block_delta", json!({ "type": "content_block_delta", "index": index, "delta": delta })));
+        out.push_str(&event("content_block_stop", json!({ "type": "content_block_stop", "index": index })));
+    }
+    out.push_str(&event(
+        "message_delta",
+        json!({
+            "type": "message_delta",
+            "delta": { "stop_reason": response["stop_reason"], "stop_sequence": response["stop_sequence"] },
+            "usage": { "output_tokens": response["usage"]["output_tokens"] },
+        }),
+    ));
+    out.push_str(&event("message_stop", json!({ "type": "message_stop" })));
+    out
+}

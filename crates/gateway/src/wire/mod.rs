@@ -1,0 +1,134 @@
+//! The two wire formats the gateway speaks, each as plain functions over the request and
+//! response JSON: read a request's conversation into looprail messages, change what the
+//! gateway changes (an added instruction, a forced tool, tools removed), and turn a complete
+//! upstream response into the client's format, streamed or not.
+
+use looprail_loop_core::message::Message;
+use serde_json::Value;
+
+pub mod anthropic;
+pub mod openai;
+
+/// The tag that starts every text the gateway adds to a conversation, so a copy that comes
+/// back is recognised and never taken for the user's own words.
+pub const TAG: &str = "[looprail]";
+
+/// Which API a request came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`POST /v1/messages`).
+    Anthropic,
+}
+
+impl Api {
+    /// The conversation of a request, as looprail messages (system prompt first).
+    pub fn messages(self, body: &Value) -> Result<Vec<Message>, String> {
+        match self {
+            Api::OpenAi => openai::messages(body),
+            Api::Anthropic => anthropic::messages(body),
+        }
+    }
+
+    /// Names of the tools the request declares.
+    pub fn tool_names(self, body: &Value) -> Vec<String> {
+        let key = match self {
+            Api::OpenAi => "/function/name",
+            Api::Anthropic => "/name",
+        };
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.pointer(key).and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    }
+
+    /// Adds `text` (tagged) for the model to read before its next step.
+    pub fn add_instruction(self, body: &mut Value, text: &str) {
+        let text = format!("{TAG} {text}");
+        match self {
+            Api::OpenAi => openai::add_instruction(body, &text),
+            Api::Anthropic => anthropic::add_instruction(body, &text),
+        }
+    }
+
+    /// Makes the next reply call tool `name`.
+    pub fn force_tool(self, body: &mut Value, name: &str) {
+        body["tool_choice"] = match self {
+            Api::OpenAi => serde_json::json!({ "type": "function", "function": { "name": name } }),
+            Api::Anthropic => serde_json::json!({ "type": "tool", "name": name }),
+        };
+    }
+
+    /// Removes the tools, so the reply can only be text; the request is sent whole, not
+    /// streamed.
+    pub fn without_tools(self, body: &mut Value) {
+        if let Some(object) = body.as_object_mut() {
+            for key in ["tools", "tool_choice", "parallel_tool_calls", "stream", "stream_options"] {
+                object.remove(key);
+            }
+        }
+    }
+
+    /// True when the client asked for a stream.
+    pub fn wants_stream(self, body: &Value) -> bool {
+        body["stream"].as_bool().unwrap_or(false)
+    }
+
+    /// The assistant message of a complete response, as a looprail message.
+    pub fn reply_message(self, response: &Value) -> Option<Message> {
+        match self {
+            Api::OpenAi => openai::reply_message(response),
+            Api::Anthropic => anthropic::reply_message(response),
+        }
+    }
+
+    /// `(input, output)` tokens a complete response reports.
+    pub fn usage(self, response: &Value) -> (u64, u64) {
+        let (input, output) = match self {
+            Api::OpenAi => ("/usage/prompt_tokens", "/usage/completion_tokens"),
+            Api::Anthropic => ("/usage/input_tokens", "/usage/output_tokens"),
+        };
+        let read = |p: &str| response.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        (read(input), read(output))
+    }
+
+    /// A complete response as the client's event stream.
+    pub fn to_stream(self, response: &Value, include_usage: bool) -> String {
+        match self {
+            Api::OpenAi => openai::to_stream(response, include_usage),
+            Api::Anthropic => anthropic::to_stream(response),
+        }
+    }
+
+    /// An error body in the API's own format.
+    pub fn error(self, kind: &str, message: &str) -> Value {
+        match self {
+            Api::OpenAi => serde_json::json!({ "error": { "message": message, "type": kind, "code": null } }),
+            Api::Anthropic => serde_json::json!({ "type": "error", "error": { "type": kind, "message": message } }),
+        }
+    }
+
+    /// The error event that ends a stream that broke.
+    pub fn stream_error(self, message: &str) -> String {
+        match self {
+            Api::OpenAi => format!("data: {}\n\n", self.error("upstream_error", message)),
+            Api::Anthropic => format!("event: error\ndata: {}\n\n", self.error("api_error", message)),
+        }
+    }
+}
+
+/// The text of a message content that is a string or a list of text parts.
+pub(crate) fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
