@@ -174,7 +174,9 @@ fn command() -> ExitCode {
         Command::Submit(args) => return finish(live::submit(args)),
         Command::Worker(args) => return finish(live::worker(args)),
         Command::Gateway(args) => {
-            return finish(load_config(args.config.as_ref()).and_then(|config| gateway::gateway(args, config)));
+            return finish(
+                load_config(args.config.as_ref()).and_then(|config| gateway::gateway(args, config)),
+            );
         }
         Command::Wait(args) => return finish(live::wait(args)),
         Command::Runs { store } => live::list(&store),

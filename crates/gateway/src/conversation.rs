@@ -172,8 +172,10 @@ impl Gate {
                     if calls.is_empty() {
                         continue;
                     }
-                    state.counters.tool_calls =
-                        state.counters.tool_calls.saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+                    state.counters.tool_calls = state
+                        .counters
+                        .tool_calls
+                        .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
                     let response = ModelResponse {
                         text: message.joined_text(),
                         tool_calls: calls.clone(),
@@ -245,7 +247,10 @@ fn results_for(following: &[Message], calls: &[ToolCall]) -> Vec<ToolResult> {
     calls
         .iter()
         .map(|call| {
-            results.iter().find(|r| r.call_id == call.id).map_or_else(|| ToolResult::ok(&call.id, ""), |r| (*r).clone())
+            results
+                .iter()
+                .find(|r| r.call_id == call.id)
+                .map_or_else(|| ToolResult::ok(&call.id, ""), |r| (*r).clone())
         })
         .collect()
 }

@@ -42,7 +42,12 @@ fn normalised(message: &Message) -> serde_json::Value {
         message.tool_calls().map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone())).collect();
     let results: Vec<(String, String)> =
         message.tool_results().map(|r| (r.call_id.clone(), r.content.clone())).collect();
-    serde_json::json!([format!("{:?}", message.role), message.joined_text().unwrap_or_default(), calls, results])
+    serde_json::json!([
+        format!("{:?}", message.role),
+        message.joined_text().unwrap_or_default(),
+        calls,
+        results
+    ])
 }
 
 /// The key under which a fingerprint is stored.

@@ -13,10 +13,10 @@ use looprail_guardrails::replay::ErrorPatterns;
 use looprail_journal::now_ms;
 use serde_json::Value;
 
+use crate::Gateway;
 use crate::conversation::{ConversationState, Verdict, final_instruction};
 use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::wire::Api;
-use crate::Gateway;
 
 /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models`,
 /// `GET /healthz`.
@@ -54,13 +54,17 @@ async fn anthropic(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body
 }
 
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {
-    if let Err(refused) = gateway.authorize(Api::OpenAi, &headers) {
-        return refused;
+    if !gateway.authorized(&headers) {
+        return refused(Api::OpenAi);
     }
     let url = format!("{}/v1/models", gateway.upstream.openai.trim_end_matches('/'));
     let mut request = gateway.http.get(url);
     let key = gateway.upstream.openai_key.clone().map(|k| format!("Bearer {k}"));
-    let pass = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned).filter(|_| gateway.require_key.is_none());
+    let pass = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .filter(|_| gateway.require_key.is_none());
     if let Some(auth) = key.or(pass) {
         request = request.header("authorization", auth);
     }
@@ -76,16 +80,13 @@ async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
 
 impl Gateway {
     /// Checks the client's token when the gateway requires one.
-    fn authorize(&self, api: Api, headers: &HeaderMap) -> Result<(), Response<Body>> {
-        let Some(required) = &self.require_key else { return Ok(()) };
-        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        let Some(required) = &self.require_key else { return true };
+        let header =
+            |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
         let bearer = header("authorization");
         let given = bearer.strip_prefix("Bearer ").map(str::to_owned).unwrap_or_else(|| header("x-api-key"));
-        if &given == required {
-            Ok(())
-        } else {
-            Err(json(401, &api.error("authentication_error", "missing or wrong gateway key"), None))
-        }
+        &given == required
     }
 
     async fn load(&self, key: &str) -> Option<Value> {
@@ -104,7 +105,10 @@ impl Gateway {
                     let cached = self.recent.lock().ok().and_then(|r| r.get(&fingerprints[k]).cloned());
                     let hit = match cached {
                         Some(id) => Some(id),
-                        None => self.load(&identity::prefix_key(fingerprints[k])).await.and_then(|v| v["id"].as_str().map(str::to_owned)),
+                        None => self
+                            .load(&identity::prefix_key(fingerprints[k]))
+                            .await
+                            .and_then(|v| v["id"].as_str().map(str::to_owned)),
                     };
                     if hit.is_some() {
                         found = hit;
@@ -115,7 +119,9 @@ impl Gateway {
             }
         };
         let id = id.unwrap_or_else(|| {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
             identity::new_id(fingerprints[0] ^ u64::from(api == Api::Anthropic), now)
         });
         match self.load(&identity::state_key(&id)).await.and_then(|v| serde_json::from_value(v).ok()) {
@@ -125,13 +131,21 @@ impl Gateway {
     }
 
     /// One chat request, end to end.
-    pub(crate) async fn handle(&self, api: Api, path: &str, headers: &HeaderMap, raw: &[u8]) -> Response<Body> {
-        if let Err(refused) = self.authorize(api, headers) {
-            return refused;
+    pub(crate) async fn handle(
+        &self,
+        api: Api,
+        path: &str,
+        headers: &HeaderMap,
+        raw: &[u8],
+    ) -> Response<Body> {
+        if !self.authorized(headers) {
+            return refused(api);
         }
         let mut body: Value = match serde_json::from_slice(raw) {
             Ok(body @ Value::Object(_)) => body,
-            _ => return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None),
+            _ => {
+                return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None);
+            }
         };
         let mut messages = match api.messages(&body) {
             Ok(messages) => messages,
@@ -144,7 +158,8 @@ impl Gateway {
         let mut state = self.identify(api, headers, &fingerprints).await;
         let verdict = self.gate.observe(&mut state, &messages, &tools, now_ms());
         let stream = api.wants_stream(&body);
-        let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+        let include_usage =
+            body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
         match &verdict {
             Verdict::Forward { instructions, force_tool } => {
                 for text in instructions {
@@ -191,7 +206,10 @@ impl Gateway {
             tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation state not saved");
         }
         if let Some(fingerprint) = fingerprint {
-            let _ = self.store.save_journal(&identity::prefix_key(fingerprint), &serde_json::json!({ "id": state.id })).await;
+            let _ = self
+                .store
+                .save_journal(&identity::prefix_key(fingerprint), &serde_json::json!({ "id": state.id }))
+                .await;
             if let Ok(mut recent) = self.recent.lock() {
                 if recent.len() > 10_000 {
                     recent.clear();
@@ -202,10 +220,13 @@ impl Gateway {
     }
 }
 
+fn refused(api: Api) -> Response<Body> {
+    json(401, &api.error("authentication_error", "missing or wrong gateway key"), None)
+}
+
 fn api_name(api: Api) -> &'static str {
     match api {
         Api::OpenAi => "openai",
         Api::Anthropic => "anthropic",
     }
 }
-

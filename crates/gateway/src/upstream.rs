@@ -49,7 +49,14 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 impl Upstream {
-    fn request(&self, http: &reqwest::Client, api: Api, path: &str, client: &HeaderMap, pass_key: bool) -> reqwest::RequestBuilder {
+    fn request(
+        &self,
+        http: &reqwest::Client,
+        api: Api,
+        path: &str,
+        client: &HeaderMap,
+        pass_key: bool,
+    ) -> reqwest::RequestBuilder {
         let header = |name: &str| client.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         match api {
             Api::OpenAi => {
@@ -67,10 +74,15 @@ impl Upstream {
             }
             Api::Anthropic => {
                 let mut builder = http.post(format!("{}{path}", self.anthropic.trim_end_matches('/')));
-                if let Some(key) = self.anthropic_key.clone().or_else(|| header("x-api-key").filter(|_| pass_key)) {
+                if let Some(key) =
+                    self.anthropic_key.clone().or_else(|| header("x-api-key").filter(|_| pass_key))
+                {
                     builder = builder.header("x-api-key", key);
                 }
-                builder = builder.header("anthropic-version", header("anthropic-version").unwrap_or_else(|| "2023-06-01".into()));
+                builder = builder.header(
+                    "anthropic-version",
+                    header("anthropic-version").unwrap_or_else(|| "2023-06-01".into()),
+                );
                 if let Some(beta) = header("anthropic-beta") {
                     builder = builder.header("anthropic-beta", beta);
                 }
@@ -93,20 +105,35 @@ impl Upstream {
     ) -> Answer {
         let mut attempt = 0;
         loop {
-            let sent = self.request(http, api, path, client, pass_key).header("content-type", "application/json").body(body.to_string()).send().await;
+            let sent = self
+                .request(http, api, path, client, pass_key)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await;
             let (status, wait, answer) = match sent {
                 Ok(response) => {
                     let status = response.status().as_u16();
                     let wait = retry_after(response.headers());
                     let body = match response.bytes().await {
                         Ok(bytes) => serde_json::from_slice::<Value>(bytes.as_ref()).unwrap_or_else(|_| {
-                            api.error("api_error", &format!("upstream answered {status} with a body that is not JSON"))
+                            api.error(
+                                "api_error",
+                                &format!("upstream answered {status} with a body that is not JSON"),
+                            )
                         }),
                         Err(e) => api.error("api_error", &format!("upstream body broke: {e}")),
                     };
                     (status, wait, Answer { status, body })
                 }
-                Err(e) => (502, None, Answer { status: 502, body: api.error("api_error", &format!("upstream unreachable: {e}")) }),
+                Err(e) => (
+                    502,
+                    None,
+                    Answer {
+                        status: 502,
+                        body: api.error("api_error", &format!("upstream unreachable: {e}")),
+                    },
+                ),
             };
             if !retryable(status) || attempt >= self.retries {
                 return answer;

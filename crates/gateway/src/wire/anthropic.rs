@@ -104,8 +104,14 @@ pub(super) fn to_stream(response: &Value) -> String {
             ),
             _ => continue,
         };
-        out.push_str(&event("content_block_start", json!({ "type": "content_block_start", "index": index, "content_block": empty })));
-        out.push_str(&event("content_block_delta", json!({ "type": "content_block_delta", "index": index, "delta": delta })));
+        out.push_str(&event(
+            "content_block_start",
+            json!({ "type": "content_block_start", "index": index, "content_block": empty }),
+        ));
+        out.push_str(&event(
+            "content_block_delta",
+            json!({ "type": "content_block_delta", "index": index, "delta": delta }),
+        ));
         out.push_str(&event("content_block_stop", json!({ "type": "content_block_stop", "index": index })));
     }
     out.push_str(&event(

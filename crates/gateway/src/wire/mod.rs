@@ -107,7 +107,9 @@ impl Api {
     pub fn error(self, kind: &str, message: &str) -> Value {
         match self {
             Api::OpenAi => serde_json::json!({ "error": { "message": message, "type": kind, "code": null } }),
-            Api::Anthropic => serde_json::json!({ "type": "error", "error": { "type": kind, "message": message } }),
+            Api::Anthropic => {
+                serde_json::json!({ "type": "error", "error": { "type": kind, "message": message } })
+            }
         }
     }
 
@@ -124,11 +126,7 @@ impl Api {
 pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
         _ => String::new(),
     }
 }

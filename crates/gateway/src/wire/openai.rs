@@ -32,7 +32,9 @@ pub(super) fn messages(body: &Value) -> Result<Vec<Message>, String> {
                     .collect();
                 Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls)
             }
-            Some("tool") => Message::tool_result(ToolResult::ok(m["tool_call_id"].as_str().unwrap_or_default(), text)),
+            Some("tool") => {
+                Message::tool_result(ToolResult::ok(m["tool_call_id"].as_str().unwrap_or_default(), text))
+            }
             other => return Err(format!("messages[{i}]: unknown role {other:?}")),
         };
         out.push(message);

@@ -1,0 +1,85 @@
+//! The gateway's HTTP edges, with a plain HTTP client: the client token, malformed requests
+//! answered in each API's own error format, an upstream that keeps failing (retried, then its
+//! error passed through as the provider sent it), an unreachable upstream, and the health check.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use looprail_gateway::{Gateway, GatewayConfig};
+use looprail_journal::SqliteStore;
+use looprail_providers::fake::{FakeServer, Reply};
+use serde_json::{Value, json};
+
+async fn start(upstream: &str, require_key: Option<&str>) -> String {
+    let mut settings = GatewayConfig::new(Default::default(), Default::default());
+    settings.upstream.openai = upstream.to_owned();
+    settings.upstream.anthropic = upstream.to_owned();
+    settings.upstream.openai_key = None;
+    settings.upstream.anthropic_key = None;
+    settings.upstream.retries = 2;
+    settings.upstream.backoff = Duration::from_millis(5);
+    settings.require_key = require_key.map(str::to_owned);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let path = std::env::temp_dir().join(format!("looprail-gw-http-{}-{nanos}.db", std::process::id()));
+    let store = SqliteStore::open(&path).await.unwrap();
+    let gateway = Gateway::new(settings, store.into()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(looprail_gateway::serve(listener, gateway, std::future::pending()));
+    url
+}
+
+async fn post(url: &str, headers: &[(&str, &str)], body: &str) -> (u16, Value) {
+    let mut request =
+        reqwest::Client::new().post(url).header("content-type", "application/json").body(body.to_owned());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or(Value::Null))
+}
+
+fn chat() -> String {
+    json!({ "model": "m", "messages": [{ "role": "user", "content": "hi" }] }).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_tokens_and_malformed_requests_get_each_apis_own_errors() {
+    let upstream = FakeServer::start(vec![]).await;
+    let gw = start(&upstream.url, Some("gw-secret")).await;
+    let openai = format!("{gw}/v1/chat/completions");
+    let (status, body) = post(&openai, &[], &chat()).await;
+    assert_eq!((status, body["error"]["type"].as_str()), (401, Some("authentication_error")));
+    let (status, body) = post(&openai, &[("authorization", "Bearer gw-secret")], "{not json").await;
+    assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
+    let anthropic = format!("{gw}/v1/messages");
+    let (status, body) = post(&anthropic, &[("x-api-key", "gw-secret")], r#"{"messages": 3}"#).await;
+    assert_eq!(
+        (status, body["type"].as_str(), body["error"]["type"].as_str()),
+        (400, Some("error"), Some("invalid_request_error"))
+    );
+    assert!(upstream.requests().is_empty(), "nothing reached the upstream");
+    let health = reqwest::get(format!("{gw}/healthz")).await.unwrap().text().await.unwrap();
+    assert_eq!(health, "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_upstream_is_retried_then_its_error_passed_through() {
+    let overloaded = r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#;
+    let upstream = FakeServer::responding(move |_| Reply::json(529, overloaded)).await;
+    let gw = start(&upstream.url, None).await;
+    let body = json!({ "model": "c", "max_tokens": 10, "messages": [{ "role": "user", "content": "hi" }] });
+    let (status, answer) =
+        post(&format!("{gw}/v1/messages"), &[("x-api-key", "client-key")], &body.to_string()).await;
+    assert_eq!((status, answer["error"]["type"].as_str()), (529, Some("overloaded_error")));
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 3, "the first attempt and two retries");
+    assert_eq!(seen[0].headers["x-api-key"], "client-key", "the client's own key went upstream");
+
+    let gw = start("http://127.0.0.1:9", None).await; // nothing listens on the discard port
+    let (status, answer) = post(&format!("{gw}/v1/chat/completions"), &[], &chat()).await;
+    assert_eq!(status, 502);
+    assert!(answer["error"]["message"].as_str().unwrap().contains("unreachable"), "{answer}");
+}
