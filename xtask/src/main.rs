@@ -117,6 +117,7 @@ const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-compaction", "counting", &[]),
     ("looprail-journal", "checkpoints", &[]),
     ("looprail-journal", "store_backends", &[]),
+    ("looprail-gateway", "added_latency", &[]),
 ];
 
 /// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.

@@ -1,0 +1,137 @@
+//! The gateway's added latency (issue 19): the same non-streaming requests sent to a fake
+//! upstream directly and through the gateway (SQLite store, every request a conversation
+//! continued from its stored state), p50/p99 at 1, 16 and 64 concurrent clients, requests per
+//! second; then a continuation request on a 20- and on a 1,000-message history (2 new
+//! messages each), to show the cost per request does not grow with the history.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use looprail_gateway::{Gateway, GatewayConfig};
+use looprail_journal::SqliteStore;
+use looprail_providers::fake::{FakeServer, Reply};
+use serde_json::{Value, json};
+
+fn reply() -> Reply {
+    let body = json!({"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1}});
+    Reply::json(200, &body.to_string())
+}
+
+/// A conversation of `len` messages: varied searches with their results.
+fn history(tag: usize, len: usize) -> Vec<Value> {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You search."}),
+        json!({"role": "user", "content": format!("task {tag}")}),
+    ];
+    let mut i = 0;
+    while messages.len() + 2 <= len {
+        let id = format!("c{tag}-{i}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "search", "arguments": format!("{{\"q\":\"query {i}\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("result {i} of the search, a few lines long")}));
+        i += 1;
+    }
+    messages
+}
+
+fn body(messages: &[Value]) -> String {
+    json!({"model": "m", "messages": messages, "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]}).to_string()
+}
+
+async fn send(client: &reqwest::Client, url: &str, body: String) -> Duration {
+    let started = Instant::now();
+    let response =
+        client.post(url).header("content-type", "application/json").body(body).send().await.unwrap();
+    assert!(response.status().is_success());
+    response.bytes().await.unwrap();
+    started.elapsed()
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * q) as usize]
+}
+
+/// p50, p99 and requests/s of `total` requests from `clients` concurrent clients.
+async fn load(
+    url: &str,
+    clients: usize,
+    total: usize,
+    bodies: Arc<Vec<String>>,
+) -> (Duration, Duration, f64) {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (url, bodies) = (url.to_owned(), Arc::clone(&bodies));
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut times = Vec::new();
+            for i in (c..total).step_by(clients) {
+                times.push(send(&client, &url, bodies[i % bodies.len()].clone()).await);
+            }
+            times
+        }));
+    }
+    let mut times = Vec::new();
+    for task in tasks {
+        times.extend(task.await.unwrap());
+    }
+    let rate = total as f64 / started.elapsed().as_secs_f64();
+    times.sort();
+    (percentile(&times, 0.5), percentile(&times, 0.99), rate)
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let upstream = FakeServer::responding(|_| reply()).await;
+        let mut settings = GatewayConfig::new(Default::default(), Default::default());
+        settings.upstream.openai = upstream.url.clone();
+        settings.upstream.openai_key = Some("k".into());
+        let path = std::env::temp_dir().join(format!("looprail-gw-bench-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let gateway = Gateway::new(settings, SqliteStore::open(&path).await.unwrap().into()).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let gw = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(looprail_gateway::serve(listener, gateway, std::future::pending()));
+        let direct = format!("{}/v1/chat/completions", upstream.url);
+        let through = format!("{gw}/v1/chat/completions");
+        let bodies: Arc<Vec<String>> = Arc::new((0..200).map(|t| body(&history(t, 20))).collect());
+
+        println!("gateway added latency (non-streaming, 20-message history; 2-core machine)");
+        println!(
+            "{:>8} {:>12} {:>12} {:>12} {:>12} {:>10}",
+            "clients", "direct p50", "gateway p50", "direct p99", "gateway p99", "gw req/s"
+        );
+        for clients in [1, 16, 64] {
+            let total = 400.max(clients * 8);
+            let (dp50, dp99, _) = load(&direct, clients, total, Arc::clone(&bodies)).await;
+            let (gp50, gp99, rate) = load(&through, clients, total, Arc::clone(&bodies)).await;
+            println!("{clients:>8} {dp50:>12.2?} {gp50:>12.2?} {dp99:>12.2?} {gp99:>12.2?} {rate:>10.0}");
+        }
+
+        println!("\ncontinuing a conversation (2 new messages), by history length");
+        let client = reqwest::Client::new();
+        let mut medians = Vec::new();
+        for len in [20, 1_000] {
+            let mut times = Vec::new();
+            for t in 0..40 {
+                let mut messages = history(10_000 + len * 100 + t, len);
+                send(&client, &through, body(&messages)).await; // the conversation is known now
+                messages.push(json!({"role": "assistant", "content": "ok"}));
+                messages.push(json!({"role": "user", "content": "and now?"}));
+                let taken = send(&client, &through, body(&messages)).await;
+                let direct_taken = send(&client, &direct, body(&messages)).await;
+                times.push(taken.saturating_sub(direct_taken));
+            }
+            times.sort();
+            let p50 = percentile(&times, 0.5);
+            println!("{len:>6} messages: added p50 {p50:.2?}");
+            medians.push(p50.as_secs_f64());
+        }
+        println!("1,000 vs 20 messages: {:.2}x (target <= 1.5x)", medians[1] / medians[0].max(1e-9));
+        let _ = std::fs::remove_file(path);
+    });
+}
