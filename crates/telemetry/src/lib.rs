@@ -7,7 +7,7 @@
 //! | `gen_ai.client.operation.duration` | histogram, s | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `error.type` |
 //! | `gen_ai.client.token.usage` | histogram, {token} | the same, and `gen_ai.token.type` (`input`, `output`) |
 //! | `looprail.tool.duration` | histogram, s | `gen_ai.tool.name`, `error.type` |
-//! | `looprail.events` | counter | `event.name` (`agent.loop.nudge`, `agent.model.retry`, ...) |
+//! | `looprail.events` | counter | `event.name` (`agent.loop.detected`, `agent.model.retry`, `agent_run.completed`, ...), and `looprail.detector`, `looprail.level`, `looprail.guard`, `looprail.action` when the event has them |
 //!
 //! Configuration is OpenTelemetry's own environment: nothing is exported unless
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /

@@ -59,6 +59,7 @@ struct Measured {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     event: Option<String>,
+    payload: Option<String>,
 }
 
 impl Visit for Measured {
@@ -70,6 +71,7 @@ impl Visit for Measured {
             "gen_ai.tool.name" => &mut self.tool,
             "error.type" => &mut self.error_type,
             "event" => &mut self.event,
+            "payload" => &mut self.payload,
             _ => return,
         };
         *slot = Some(value.to_owned());
@@ -143,17 +145,56 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut measured = Measured::default();
+        event.record(&mut measured);
         let name = event.metadata().name();
         let name = if name.starts_with("agent") || name == "limits_reached" {
             name.to_owned()
         } else {
-            let mut measured = Measured::default();
-            event.record(&mut measured);
             match measured.event {
                 Some(name) => name,
                 None => return,
             }
         };
-        self.events.add(1, &[KeyValue::new("event.name", name)]);
+        let mut attributes = vec![KeyValue::new("event.name", name)];
+        attributes.extend(low_cardinality(measured.payload.as_deref()));
+        self.events.add(1, &attributes);
+    }
+}
+
+/// The payload fields worth a metric dimension (few values each): which detector or guard, at
+/// which ladder level or action. Loop detections are then countable by detector and level.
+fn low_cardinality(payload: Option<&str>) -> Vec<KeyValue> {
+    let Some(value) = payload.and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok()) else {
+        return Vec::new();
+    };
+    // An event serialises as its fields, possibly under its variant's name.
+    let fields = match &value {
+        serde_json::Value::Object(map) if map.len() == 1 => map.values().next().cloned().unwrap_or_default(),
+        other => other.clone(),
+    };
+    ["detector", "level", "guard", "action"]
+        .iter()
+        .filter_map(|key| {
+            let found = fields.get(*key).or_else(|| value.get(*key))?.as_str()?;
+            Some(KeyValue::new(format!("looprail.{key}"), found.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::low_cardinality;
+
+    #[test]
+    fn loop_detections_are_counted_by_detector_and_level() {
+        let tagged =
+            r#"{"type": "loop_detected", "detector": "identical", "level": "nudge", "tool": "search"}"#;
+        let keys: Vec<String> =
+            low_cardinality(Some(tagged)).iter().map(|kv| format!("{}={}", kv.key, kv.value)).collect();
+        assert_eq!(keys, ["looprail.detector=identical", "looprail.level=nudge"]);
+        let nested = r#"{"LoopDetected": {"detector": "cycle", "level": "directive"}}"#;
+        assert_eq!(low_cardinality(Some(nested)).len(), 2);
+        assert!(low_cardinality(Some("not json")).is_empty());
     }
 }
