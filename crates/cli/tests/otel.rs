@@ -92,6 +92,7 @@ async fn a_run_exports_genai_spans_and_metrics_over_otlp() {
     assert_eq!(chat.3["gen_ai.request.model"], "gpt-4o-mini");
     assert_eq!(chat.3["gen_ai.usage.input_tokens"], 10);
     assert_eq!(chat.3["gen_ai.usage.output_tokens"], 5);
+    assert!(chat.3.contains_key("gen_ai.response.model"));
     assert_eq!(tool.3["gen_ai.tool.name"], "read_file");
     assert_eq!(chat.2, agent.1, "chat is a child of invoke_agent");
     assert_eq!(spans.iter().filter(|s| s.0.starts_with("chat ")).count(), 2, "one chat span per model call");

@@ -182,6 +182,7 @@ impl Gate {
                         stop_reason: StopReason::ToolUse,
                         usage: None,
                         model: String::new(),
+                        id: None,
                     };
                     let view = TurnView {
                         counters: &state.counters,

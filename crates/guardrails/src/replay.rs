@@ -263,6 +263,7 @@ fn replay_with(
                     stop_reason: StopReason::ToolUse,
                     usage: None,
                     model: String::new(),
+                    id: None,
                 };
                 let mut replayer = Replayer {
                     report: std::mem::take(&mut report),

@@ -133,6 +133,9 @@ pub struct ModelResponse {
     pub usage: Option<Usage>,
     /// The model that actually answered (after any fallback).
     pub model: String,
+    /// The provider's id of the response (`chatcmpl-…`, `msg_…`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl ModelResponse {
@@ -144,6 +147,7 @@ impl ModelResponse {
             stop_reason: StopReason::EndTurn,
             usage: None,
             model: model.into(),
+            id: None,
         }
     }
 
@@ -155,6 +159,7 @@ impl ModelResponse {
             stop_reason: StopReason::ToolUse,
             usage: None,
             model: model.into(),
+            id: None,
         }
     }
 

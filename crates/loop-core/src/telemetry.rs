@@ -22,6 +22,8 @@ pub const RESPONSE_MODEL: &str = "gen_ai.response.model";
 pub const INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
 /// `gen_ai.usage.output_tokens`.
 pub const OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+/// `gen_ai.response.id`.
+pub const RESPONSE_ID: &str = "gen_ai.response.id";
 /// `gen_ai.response.finish_reasons`.
 pub const FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
 /// `gen_ai.tool.name`.
@@ -55,6 +57,7 @@ pub fn chat_span(provider: &str, model: &str, purpose: CallPurpose) -> Span {
         "gen_ai.provider.name" = provider,
         "gen_ai.request.model" = model,
         "gen_ai.response.model" = Empty,
+        "gen_ai.response.id" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
         "gen_ai.response.finish_reasons" = Empty,
@@ -95,6 +98,9 @@ pub fn record_model_result(span: &Span, result: &Result<ModelResponse, ProviderE
     match result {
         Ok(response) => {
             span.record(RESPONSE_MODEL, response.model.as_str());
+            if let Some(id) = &response.id {
+                span.record(RESPONSE_ID, id.as_str());
+            }
             span.record(FINISH_REASONS, finish_reason(&response.stop_reason));
             if let Some(usage) = &response.usage {
                 // As i64: OpenTelemetry integers are signed (an unsigned value would be exported

@@ -71,6 +71,7 @@ async fn the_recorded_tool_use_stream_assembles_with_pings_and_padded_json() {
     let response = stream_all(&client, &request(&messages, &tools, ToolChoice::Auto)).await.unwrap();
     assert_eq!(response.stop_reason, StopReason::ToolUse);
     assert_eq!(response.model, "claude-haiku-4-5-20251001");
+    assert_eq!(response.id.as_deref(), Some("msg_01AusY9WEbCaj3N7Tv5J4YjH"), "the id from message_start");
     let call = &response.tool_calls[0];
     assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_018acGYLtfR52q9yDbWaEdQZ", "get_weather"));
     let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();

@@ -83,6 +83,7 @@ async fn complete_sends_the_exact_body_and_parses_parallel_tool_calls() {
         })
     );
     assert_eq!(response.model, "gpt-4o-2024-08-06");
+    assert_eq!(response.id.as_deref(), Some("chatcmpl-1"));
 
     let seen = &server.requests()[0];
     assert_eq!(seen.path, "/v1/chat/completions");

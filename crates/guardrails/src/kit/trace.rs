@@ -68,6 +68,7 @@ pub(crate) fn drive(
             stop_reason: StopReason::ToolUse,
             usage: None,
             model: "kit".into(),
+            id: None,
         };
         messages.push(Message::assistant_with_calls(None, vec![call.clone()]));
         let mut decisions = Vec::new();

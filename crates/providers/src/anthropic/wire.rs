@@ -176,6 +176,7 @@ pub fn parse_response(body: &Value, model: &str) -> Result<ModelResponse, Provid
         tool_calls: calls,
         usage: body.get("usage").map(usage),
         model: body.get("model").and_then(Value::as_str).unwrap_or(model).to_owned(),
+        id: body.get("id").and_then(Value::as_str).map(str::to_owned),
     })
 }
 
@@ -187,6 +188,7 @@ pub struct EventParser {
     calls: ToolCallAssembler,
     stop: Option<String>,
     usage: Option<Usage>,
+    id: Option<String>,
 }
 
 impl EventParser {
@@ -198,6 +200,7 @@ impl EventParser {
             calls: ToolCallAssembler::default(),
             stop: None,
             usage: None,
+            id: None,
         }
     }
 
@@ -209,6 +212,7 @@ impl EventParser {
             tool_calls: calls,
             usage: self.usage,
             model: self.model.clone(),
+            id: self.id.clone(),
         }
     }
 
@@ -240,6 +244,7 @@ impl SseParser for EventParser {
                 if let Some(model) = value.pointer("/message/model").and_then(Value::as_str) {
                     self.model = model.to_owned();
                 }
+                self.id = value.pointer("/message/id").and_then(Value::as_str).map(str::to_owned);
                 if let Some(u) = value.pointer("/message/usage") {
                     self.merge_usage(u);
                 }

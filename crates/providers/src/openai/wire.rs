@@ -166,6 +166,7 @@ pub fn parse_response(body: &Value, model: &str) -> Result<ModelResponse, Provid
         stop_reason: stop,
         usage: usage(body),
         model: body.get("model").and_then(Value::as_str).unwrap_or(model).to_owned(),
+        id: body.get("id").and_then(Value::as_str).map(str::to_owned),
     })
 }
 
@@ -178,6 +179,7 @@ pub struct ChunkParser {
     calls: ToolCallAssembler,
     finish: Option<String>,
     usage: Option<Usage>,
+    id: Option<String>,
 }
 
 impl ChunkParser {
@@ -190,6 +192,7 @@ impl ChunkParser {
             calls: ToolCallAssembler::default(),
             finish: None,
             usage: None,
+            id: None,
         }
     }
 
@@ -208,6 +211,7 @@ impl ChunkParser {
             stop_reason: stop,
             usage: self.usage,
             model: self.model.clone(),
+            id: self.id.clone(),
         }
     }
 
@@ -225,6 +229,9 @@ impl ChunkParser {
         }
         if let Some(model) = value.get("model").and_then(Value::as_str) {
             self.model = model.to_owned();
+        }
+        if self.id.is_none() {
+            self.id = value.get("id").and_then(Value::as_str).map(str::to_owned);
         }
         if let Some(usage) = usage(&value) {
             self.usage = Some(usage);
