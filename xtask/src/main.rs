@@ -118,6 +118,7 @@ const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-journal", "checkpoints", &[]),
     ("looprail-journal", "store_backends", &[]),
     ("looprail-gateway", "added_latency", &[]),
+    ("looprail-telemetry", "span_overhead", &[]),
 ];
 
 /// A figure: a median read from divan's output (`bench/group/arg`), and its limit in ns.
@@ -129,6 +130,12 @@ struct Figure {
 }
 
 const FIGURES: &[Figure] = &[
+    Figure {
+        name: "telemetry per turn, OpenTelemetry layers on",
+        path: "span_overhead/turn_with_otel_layers",
+        limit_ns: 10_000.0,
+        target: "< 10 µs",
+    },
     Figure {
         name: "engine turn, 100-message history",
         path: "engine_turn/turn/100",
