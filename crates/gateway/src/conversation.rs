@@ -10,11 +10,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use looprail_guardrails::replay::results_for;
 use looprail_guardrails::{GuardrailsConfig, default_stack};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
 use looprail_loop_core::guards;
-use looprail_loop_core::message::{Message, Role, ToolCall, ToolResult};
+use looprail_loop_core::message::{Message, Role, ToolCall};
 use looprail_loop_core::provider::{ModelResponse, StopReason};
 use looprail_loop_core::tool::ToolChoice;
 use serde::{Deserialize, Serialize};
@@ -200,7 +201,7 @@ impl Gate {
                     if answered == 0 {
                         continue; // its results are not in yet
                     }
-                    let results = results_for(&messages[i + 1..i + 1 + answered], &calls);
+                    let results = results_for(messages, i + 1, &calls);
                     let view = TurnView { messages: &messages[..=i + answered], ..view };
                     for guard in &mut stack {
                         self.take(guard.after_tools(&view, &calls, &results), tools, &mut outcome);
@@ -241,17 +242,4 @@ impl Gate {
 /// A message the gateway itself added (its copy came back).
 fn tagged(message: &Message) -> bool {
     message.joined_text().is_some_and(|t| t.starts_with(TAG))
-}
-
-fn results_for(following: &[Message], calls: &[ToolCall]) -> Vec<ToolResult> {
-    let results: Vec<&ToolResult> = following.iter().flat_map(Message::tool_results).collect();
-    calls
-        .iter()
-        .map(|call| {
-            results
-                .iter()
-                .find(|r| r.call_id == call.id)
-                .map_or_else(|| ToolResult::ok(&call.id, ""), |r| (*r).clone())
-        })
-        .collect()
 }

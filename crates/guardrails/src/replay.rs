@@ -103,7 +103,9 @@ fn limit_name(reason: looprail_loop_core::outcome::LimitReason) -> String {
     serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-fn results_for(messages: &[Message], start: usize, calls: &[ToolCall]) -> Vec<ToolResult> {
+/// The results of `calls` among the tool messages from `messages[start]` on, in call order;
+/// a call with no logged result gets an empty one.
+pub fn results_for(messages: &[Message], start: usize, calls: &[ToolCall]) -> Vec<ToolResult> {
     let following: Vec<&ToolResult> = messages[start..]
         .iter()
         .take_while(|m| m.role == Role::Tool)

@@ -4,6 +4,7 @@
 
 mod api;
 mod common;
+mod delegate;
 mod open;
 mod postgres;
 mod sqlite;
