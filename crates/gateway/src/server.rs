@@ -95,7 +95,12 @@ impl Gateway {
 
     /// The conversation a request continues (or a new one).
     async fn identify(&self, api: Api, headers: &HeaderMap, fingerprints: &[u64]) -> ConversationState {
-        let named = headers.get(RUN_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        // A client-chosen id is a store key: short and printable, or ignored.
+        let named = headers
+            .get(RUN_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|id| !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_graphic()))
+            .map(str::to_owned);
         let id = match named {
             Some(id) => Some(id),
             None => {
