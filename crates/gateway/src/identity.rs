@@ -28,26 +28,31 @@ pub fn prefixes(api: &str, tools: &serde_json::Value, messages: &[Message]) -> V
     let mut out = Vec::with_capacity(messages.len() + 1);
     out.push(h);
     for message in messages {
-        let body = serde_json::to_string(&normalised(message)).unwrap_or_default();
-        h = fnv(fnv(h, &[0x1e]), body.as_bytes());
+        h = extend(h, message);
         out.push(h);
     }
     out
 }
 
-/// What identifies a message across echoes: role, text and tool calls or results (a client
+/// The fingerprint of a history whose prefix has fingerprint `h`, extended by `message`: what
+/// identifies a message across echoes is its role, text, and tool calls or results (a client
 /// may echo an assistant message with extra fields, or `""` for no content).
-fn normalised(message: &Message) -> serde_json::Value {
-    let calls: Vec<(String, String, String)> =
-        message.tool_calls().map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone())).collect();
-    let results: Vec<(String, String)> =
-        message.tool_results().map(|r| (r.call_id.clone(), r.content.clone())).collect();
-    serde_json::json!([
-        format!("{:?}", message.role),
-        message.joined_text().unwrap_or_default(),
-        calls,
-        results
-    ])
+pub fn extend(h: u64, message: &Message) -> u64 {
+    const FIELD: &[u8] = &[0x1f];
+    let mut h = fnv(h, &[0x1e]);
+    h = fnv(h, format!("{:?}", message.role).as_bytes());
+    h = fnv(fnv(h, FIELD), message.joined_text().unwrap_or_default().as_bytes());
+    for call in message.tool_calls() {
+        for part in [&call.id, &call.name, &call.arguments] {
+            h = fnv(fnv(h, FIELD), part.as_bytes());
+        }
+    }
+    for result in message.tool_results() {
+        for part in [&result.call_id, &result.content] {
+            h = fnv(fnv(h, FIELD), part.as_bytes());
+        }
+    }
+    h
 }
 
 /// The key under which a fingerprint is stored.

@@ -46,11 +46,11 @@ fn json(status: u16, body: &Value, run: Option<&str>) -> Response<Body> {
 }
 
 async fn openai(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    gateway.handle(Api::OpenAi, "/v1/chat/completions", &headers, &body).await
+    gateway.handle(Api::OpenAi, "/v1/chat/completions", &headers, body).await
 }
 
 async fn anthropic(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    gateway.handle(Api::Anthropic, "/v1/messages", &headers, &body).await
+    gateway.handle(Api::Anthropic, "/v1/messages", &headers, body).await
 }
 
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {
@@ -93,7 +93,9 @@ impl Gateway {
         self.store.load_journal(key).await.ok().flatten()
     }
 
-    /// The conversation a request continues (or a new one).
+    /// The conversation a request continues (or a new one): the header's, else the one whose
+    /// answered history the request extends, looked up in this replica's memory first and then
+    /// in the store, every candidate in one query.
     async fn identify(&self, api: Api, headers: &HeaderMap, fingerprints: &[u64]) -> ConversationState {
         // A client-chosen id is a store key: short and printable, or ignored.
         let named = headers
@@ -101,34 +103,37 @@ impl Gateway {
             .and_then(|v| v.to_str().ok())
             .filter(|id| !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_graphic()))
             .map(str::to_owned);
+        let last = fingerprints.len().saturating_sub(1);
+        let candidates = &fingerprints[last.saturating_sub(LOOKBACK)..];
         let id = match named {
             Some(id) => Some(id),
             None => {
-                let mut found = None;
-                let last = fingerprints.len().saturating_sub(1);
-                for k in (last.saturating_sub(LOOKBACK)..=last).rev() {
-                    let cached = self.recent.lock().ok().and_then(|r| r.get(&fingerprints[k]).cloned());
-                    let hit = match cached {
-                        Some(id) => Some(id),
-                        None => self
-                            .load(&identity::prefix_key(fingerprints[k]))
-                            .await
-                            .and_then(|v| v["id"].as_str().map(str::to_owned)),
-                    };
-                    if hit.is_some() {
-                        found = hit;
-                        break;
+                let remembered = self
+                    .recent
+                    .lock()
+                    .ok()
+                    .and_then(|recent| candidates.iter().rev().find_map(|f| recent.get(f).cloned()));
+                match remembered {
+                    Some(id) => Some(id),
+                    None => {
+                        let keys: Vec<String> = candidates.iter().map(|f| identity::prefix_key(*f)).collect();
+                        let found = self.store.load_journals(&keys).await.unwrap_or_default();
+                        // The longest answered history the request extends.
+                        keys.iter()
+                            .rev()
+                            .find_map(|k| found.iter().find(|(key, _)| key == k))
+                            .and_then(|(_, v)| v["id"].as_str().map(str::to_owned))
                     }
                 }
-                found
             }
         };
-        let id = id.unwrap_or_else(|| {
+        let Some(id) = id else {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            identity::new_id(fingerprints[0] ^ u64::from(api == Api::Anthropic), now)
-        });
+            let id = identity::new_id(fingerprints[0] ^ u64::from(api == Api::Anthropic), now);
+            return ConversationState { id, ..ConversationState::default() };
+        };
         match self.load(&identity::state_key(&id)).await.and_then(|v| serde_json::from_value(v).ok()) {
             Some(state) => state,
             None => ConversationState { id, ..ConversationState::default() },
@@ -141,12 +146,12 @@ impl Gateway {
         api: Api,
         path: &str,
         headers: &HeaderMap,
-        raw: &[u8],
+        raw: Bytes,
     ) -> Response<Body> {
         if !self.authorized(headers) {
             return refused(api);
         }
-        let mut body: Value = match serde_json::from_slice(raw) {
+        let mut body: Value = match serde_json::from_slice(&raw) {
             Ok(body @ Value::Object(_)) => body,
             _ => {
                 return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None);
@@ -156,15 +161,19 @@ impl Gateway {
             Ok(messages) => messages,
             Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
         };
-        ErrorPatterns::default().classify(&mut messages);
         let tools = api.tool_names(&body);
-        let declared = body["tools"].clone();
-        let fingerprints = identity::prefixes(api_name(api), &declared, &messages);
+        let fingerprints = identity::prefixes(api_name(api), &body["tools"], &messages);
         let mut state = self.identify(api, headers, &fingerprints).await;
+        // Only what the guards see for the first time needs its error flags.
+        let new = if state.seen <= messages.len() { state.seen } else { 0 };
+        ErrorPatterns::default().classify(&mut messages[new..]);
         let verdict = self.gate.observe(&mut state, &messages, &tools, now_ms());
         let stream = api.wants_stream(&body);
         let include_usage =
             body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+        let untouched = !stream
+            && body.get("stream").is_none()
+            && matches!(&verdict, Verdict::Forward { instructions, force_tool: None } if instructions.is_empty());
         match &verdict {
             Verdict::Forward { instructions, force_tool } => {
                 for text in instructions {
@@ -184,18 +193,18 @@ impl Gateway {
                 api.add_instruction(&mut body, &final_instruction(reason));
             }
         }
+        // An unchanged request goes upstream as the client sent it, not serialised again.
+        let outgoing = if untouched { raw } else { Bytes::from(body.to_string()) };
         let pass_key = self.require_key.is_none();
-        let answer = self.upstream.send(&self.http, api, path, headers, pass_key, &body).await;
+        let answer = self.upstream.send(&self.http, api, path, headers, pass_key, outgoing).await;
         if !(200..300).contains(&answer.status) {
             self.save(&state, None).await;
             return json(answer.status, &answer.body, Some(&state.id));
         }
         let (input, output) = api.usage(&answer.body);
         self.gate.replied(&mut state, input, output);
-        let fingerprint = api.reply_message(&answer.body).map(|reply| {
-            messages.push(reply);
-            *identity::prefixes(api_name(api), &declared, &messages).last().unwrap_or(&0)
-        });
+        let history = fingerprints.last().copied().unwrap_or_default();
+        let fingerprint = api.reply_message(&answer.body).map(|reply| identity::extend(history, &reply));
         self.save(&state, fingerprint).await;
         if stream {
             reply(200, "text/event-stream", api.to_stream(&answer.body, include_usage), Some(&state.id))
@@ -204,23 +213,22 @@ impl Gateway {
         }
     }
 
-    /// Stores the state and the fingerprint of the history the client now has.
+    /// Stores the state and the fingerprint of the history the client now has, in one
+    /// transaction.
     async fn save(&self, state: &ConversationState, fingerprint: Option<u64>) {
-        let value = serde_json::to_value(state).unwrap_or_default();
-        if let Err(e) = self.store.save_journal(&identity::state_key(&state.id), &value).await {
+        let mut entries =
+            vec![(identity::state_key(&state.id), serde_json::to_value(state).unwrap_or_default())];
+        entries.extend(fingerprint.map(|f| (identity::prefix_key(f), serde_json::json!({ "id": state.id }))));
+        if let Err(e) = self.store.save_journals(&entries).await {
             tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation state not saved");
         }
-        if let Some(fingerprint) = fingerprint {
-            let _ = self
-                .store
-                .save_journal(&identity::prefix_key(fingerprint), &serde_json::json!({ "id": state.id }))
-                .await;
-            if let Ok(mut recent) = self.recent.lock() {
-                if recent.len() > 10_000 {
-                    recent.clear();
-                }
-                recent.insert(fingerprint, state.id.clone());
+        if let Some(fingerprint) = fingerprint
+            && let Ok(mut recent) = self.recent.lock()
+        {
+            if recent.len() > 10_000 {
+                recent.clear();
             }
+            recent.insert(fingerprint, state.id.clone());
         }
     }
 }

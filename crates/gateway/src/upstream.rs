@@ -91,7 +91,7 @@ impl Upstream {
         }
     }
 
-    /// Sends `body` (never streamed) to `path` of the API's upstream, retrying transient
+    /// Sends `body` (a JSON request that does not ask for a stream) to `path` of the API's upstream, retrying transient
     /// failures. A failure that outlasts the retries is returned as it is (a provider error)
     /// or, when no upstream answered, as a 502 in the API's format.
     pub async fn send(
@@ -101,14 +101,14 @@ impl Upstream {
         path: &str,
         client: &HeaderMap,
         pass_key: bool,
-        body: &Value,
+        body: axum::body::Bytes,
     ) -> Answer {
         let mut attempt = 0;
         loop {
             let sent = self
                 .request(http, api, path, client, pass_key)
                 .header("content-type", "application/json")
-                .body(body.to_string())
+                .body(body.clone())
                 .send()
                 .await;
             let (status, wait, answer) = match sent {

@@ -166,6 +166,14 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// Stores the journal of a conversation.
     async fn save_journal(&self, conversation: &str, body: &serde_json::Value) -> Result<(), JournalError>;
 
+    /// The stored documents among `keys`, as `(key, body)`, in one query (keys not stored are
+    /// left out). The journals table is a keyed JSON store; the gateway keeps its
+    /// conversations there under `gateway/…` keys.
+    async fn load_journals(&self, keys: &[String]) -> Result<Vec<(String, serde_json::Value)>, JournalError>;
+
+    /// Stores several documents in one transaction (distinct keys).
+    async fn save_journals(&self, entries: &[(String, serde_json::Value)]) -> Result<(), JournalError>;
+
     // ---- messages and checkpoints (F32, F36) ----
 
     /// Saves a checkpoint in one transaction: the new messages (all of them after a rewrite such

@@ -108,6 +108,18 @@ macro_rules! delegate_run_store {
             ) -> Result<Option<serde_json::Value>, JournalError> {
                 $store::load_journal(self, conversation).await
             }
+            async fn load_journals(
+                &self,
+                keys: &[String],
+            ) -> Result<Vec<(String, serde_json::Value)>, JournalError> {
+                $store::load_journals(self, keys).await
+            }
+            async fn save_journals(
+                &self,
+                entries: &[(String, serde_json::Value)],
+            ) -> Result<(), JournalError> {
+                $store::save_journals(self, entries).await
+            }
             async fn save_journal(
                 &self,
                 conversation: &str,

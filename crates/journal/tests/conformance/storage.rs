@@ -136,6 +136,20 @@ pub async fn journals_are_kept_per_conversation(backend: Backend) {
     // Another process sees it.
     let other = backend.open_as("w2").await;
     assert_eq!(other.load_journal("d").await.unwrap(), Some(serde_json::json!({ "notes": [] })));
+
+    // Several at once: one transaction in, one query out.
+    let entries =
+        vec![("k/1".to_owned(), serde_json::json!(1)), ("k/2".to_owned(), serde_json::json!({ "a": 2 }))];
+    store.save_journals(&entries).await.unwrap();
+    store.save_journals(&[("k/1".to_owned(), serde_json::json!("one"))]).await.unwrap();
+    let keys: Vec<String> = ["k/1", "k/2", "k/missing"].iter().map(|k| (*k).to_owned()).collect();
+    let mut found = other.load_journals(&keys).await.unwrap();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        found,
+        [("k/1".to_owned(), serde_json::json!("one")), ("k/2".to_owned(), serde_json::json!({ "a": 2 }))]
+    );
+    assert!(other.load_journals(&[]).await.unwrap().is_empty());
 }
 
 pub async fn the_reconciler_times_out_stale_runs_and_cancels_expired_waits(backend: Backend) {

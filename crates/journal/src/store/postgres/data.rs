@@ -315,4 +315,43 @@ impl PostgresStore {
         .map_err(db)?;
         Ok(())
     }
+
+    pub(super) async fn load_journals(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<(String, serde_json::Value)>, JournalError> {
+        let rows = sqlx::query("SELECT conversation, body FROM journals WHERE conversation = ANY($1)")
+            .bind(keys)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter()
+            .map(|r| {
+                let key: String =
+                    r.try_get("conversation").map_err(|e| JournalError::corrupt("journals", e))?;
+                let body: String = r.try_get("body").map_err(|e| JournalError::corrupt("journals", e))?;
+                Ok((key, serde_json::from_str(&body).map_err(|e| JournalError::corrupt("journals", e))?))
+            })
+            .collect()
+    }
+
+    pub(super) async fn save_journals(
+        &self,
+        entries: &[(String, serde_json::Value)],
+    ) -> Result<(), JournalError> {
+        let (keys, bodies): (Vec<&str>, Vec<String>) =
+            entries.iter().map(|(k, b)| (k.as_str(), b.to_string())).unzip();
+        sqlx::query(
+            "INSERT INTO journals (conversation, body, updated_at)
+             SELECT k, b, $3 FROM UNNEST($1::TEXT[], $2::TEXT[]) AS t(k, b)
+             ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+        )
+        .bind(&keys)
+        .bind(&bodies)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
 }
