@@ -33,6 +33,12 @@ pub struct GatewayArgs {
     /// Retries of a failed upstream call (429, 5xx, 529, unreachable).
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
+    /// Where each conversation is recorded for `looprail audit` (one JSONL file each).
+    #[arg(long, default_value = "looprail-gateway-logs")]
+    pub record_dir: PathBuf,
+    /// Record nothing.
+    #[arg(long)]
+    pub no_record: bool,
 }
 
 /// `looprail gateway`.
@@ -52,6 +58,7 @@ pub fn gateway(args: GatewayArgs, config: looprail::LooprailConfig) -> Result<u8
         settings.upstream.anthropic = args.anthropic_upstream;
         settings.upstream.retries = args.retries;
         settings.require_key = args.require_key;
+        settings.record_dir = (!args.no_record).then_some(args.record_dir);
         let gateway = Gateway::new(settings, store).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await

@@ -39,6 +39,9 @@ pub struct ConversationState {
     pub concluded: u32,
     /// Instructions the ladder added.
     pub interventions: u32,
+    /// How many messages of the client's history (replies included) were recorded.
+    #[serde(default)]
+    pub recorded: usize,
 }
 
 /// What to do with a request.

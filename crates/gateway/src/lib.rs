@@ -39,6 +39,7 @@
 
 pub mod conversation;
 pub mod identity;
+pub mod record;
 mod server;
 pub mod upstream;
 pub mod wire;
@@ -70,6 +71,9 @@ pub struct GatewayConfig {
     pub loop_config: LoopConfig,
     /// Loop detection and the ladder.
     pub guardrails: GuardrailsConfig,
+    /// Where each conversation is recorded for `looprail audit` (one JSONL file each);
+    /// `None` records nothing.
+    pub record_dir: Option<std::path::PathBuf>,
 }
 
 impl GatewayConfig {
@@ -91,6 +95,7 @@ impl GatewayConfig {
             body_limit: 32 * 1024 * 1024,
             loop_config,
             guardrails,
+            record_dir: None,
         }
     }
 }
@@ -113,6 +118,7 @@ pub struct Gateway {
     require_key: Option<String>,
     body_limit: usize,
     store: SharedStore,
+    record_dir: Option<std::path::PathBuf>,
     http: reqwest::Client,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<HashMap<u64, String>>,
@@ -139,6 +145,7 @@ impl Gateway {
             require_key: config.require_key,
             body_limit: config.body_limit,
             store,
+            record_dir: config.record_dir,
             http,
             recent: Mutex::new(HashMap::new()),
         }))

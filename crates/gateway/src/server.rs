@@ -204,7 +204,18 @@ impl Gateway {
         let (input, output) = api.usage(&answer.body);
         self.gate.replied(&mut state, input, output);
         let history = fingerprints.last().copied().unwrap_or_default();
-        let fingerprint = api.reply_message(&answer.body).map(|reply| identity::extend(history, &reply));
+        let reply_message = api.reply_message(&answer.body);
+        let fingerprint = reply_message.as_ref().map(|reply| identity::extend(history, reply));
+        if let Some(dir) = &self.record_dir {
+            // The previous reply comes back at the start of the new messages: recorded once.
+            let from = if state.recorded <= messages.len() { state.recorded } else { new };
+            messages.drain(..from);
+            messages.extend(reply_message);
+            match crate::record::append(dir, &state.id, &messages) {
+                Ok(()) => state.recorded = from + messages.len(),
+                Err(e) => tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded"),
+            }
+        }
         self.save(&state, fingerprint).await;
         if stream {
             reply(200, "text/event-stream", api.to_stream(&answer.body, include_usage), Some(&state.id))

@@ -1,0 +1,104 @@
+//! `looprail gateway` as a process (issue 19): a client looping on the same tool call through
+//! it gets a final answer, and the conversation it recorded is read back by `looprail audit`,
+//! which finds the loop.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+use common::temp_dir;
+use looprail_providers::fake::{FakeServer, Reply};
+use serde_json::{Value, json};
+
+/// One HTTP/1.1 POST with `Connection: close`; the status and the JSON body.
+fn post(address: &str, path: &str, body: &Value) -> (u16, Value) {
+    let body = body.to_string();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, payload) = response.split_once("\r\n\r\n").unwrap();
+    (status, serde_json::from_str(payload).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_client_gets_a_final_answer_and_the_audit_reads_its_recording() {
+    let dir = temp_dir("gateway");
+    let upstream = FakeServer::responding(|body| {
+        let message = if body["tools"].is_array() {
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"report\"}"}}]})
+        } else {
+            json!({"role": "assistant", "content": "I searched for the report repeatedly and found nothing; where should I look?"})
+        };
+        Reply::json(200, &json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string())
+    })
+    .await;
+    let logs = dir.join("logs");
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["gateway", "--listen", "127.0.0.1:0", "--openai-upstream", &upstream.url, "--record-dir"])
+        .arg(&logs)
+        .arg("--store")
+        .arg(dir.join("gateway.db"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(gateway.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line.split("http://").nth(1).unwrap().split_whitespace().next().unwrap().to_owned();
+
+    let tools =
+        json!([{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]);
+    let mut messages = vec![
+        json!({"role": "system", "content": "You search."}),
+        json!({"role": "user", "content": "Find the report"}),
+    ];
+    let mut final_text = None;
+    for step in 0..30 {
+        let (status, body) = tokio::task::spawn_blocking({
+            let (address, request) =
+                (address.clone(), json!({"model": "m", "messages": messages, "tools": tools}));
+            move || post(&address, "/v1/chat/completions", &request)
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 200, "{body}");
+        let message = body["choices"][0]["message"].clone();
+        messages.push(message.clone());
+        match message["tool_calls"].as_array() {
+            Some(calls) => {
+                let id = calls[0]["id"].clone();
+                messages.push(
+                    json!({"role": "tool", "tool_call_id": id, "content": format!("no results ({step})")}),
+                );
+            }
+            None => {
+                final_text = message["content"].as_str().map(str::to_owned);
+                break;
+            }
+        }
+    }
+    let _ = Command::new("kill").args(["-TERM", &gateway.id().to_string()]).status();
+    assert!(gateway.wait().unwrap().success());
+    assert!(final_text.unwrap().contains("where should I look"), "the loop ended with a final answer");
+
+    let audit =
+        Command::new(env!("CARGO_BIN_EXE_looprail")).args(["audit", "--json"]).arg(&logs).output().unwrap();
+    assert_eq!(audit.status.code(), Some(0), "{}", String::from_utf8_lossy(&audit.stderr));
+    let report: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(report["summary"]["runs"], 1, "one recorded conversation: {report}");
+    let run = &report["runs"][0];
+    assert_eq!(run["tool_calls"].as_u64(), Some((messages.len() as u64 - 3) / 2), "every call recorded once");
+    assert!(!run["events"].as_array().unwrap().is_empty(), "the audit finds the loop: {run}");
+    let _ = std::fs::remove_dir_all(dir);
+}
