@@ -213,7 +213,9 @@ impl Gateway {
             messages.extend(reply_message);
             match crate::record::append(dir, &state.id, &messages) {
                 Ok(()) => state.recorded = from + messages.len(),
-                Err(e) => tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded"),
+                Err(e) => {
+                    tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
+                }
             }
         }
         self.save(&state, fingerprint).await;

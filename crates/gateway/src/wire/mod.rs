@@ -112,14 +112,6 @@ impl Api {
             }
         }
     }
-
-    /// The error event that ends a stream that broke.
-    pub fn stream_error(self, message: &str) -> String {
-        match self {
-            Api::OpenAi => format!("data: {}\n\n", self.error("upstream_error", message)),
-            Api::Anthropic => format!("event: error\ndata: {}\n\n", self.error("api_error", message)),
-        }
-    }
 }
 
 /// The text of a message content that is a string or a list of text parts.
