@@ -12,7 +12,8 @@
 //!   the user must decide (F10), so the client's loop ends by itself.
 //!
 //! Upstream failures are retried with backoff (honouring `retry-after`) and returned in the
-//! provider's own format. Conversations are recognised across requests (see [`identity`]) and
+//! provider's own format; streams are relayed as they arrive ([`relay`]) and a broken one ends
+//! with the API's error event. Conversations are recognised across requests (see [`identity`]) and
 //! their guard state kept in the run store, so a restart or a second replica goes on with it.
 //!
 //! The per-request decision is a state machine with no I/O ([`Gate`]):
@@ -40,6 +41,7 @@
 pub mod conversation;
 pub mod identity;
 pub mod record;
+pub mod relay;
 mod server;
 pub mod upstream;
 pub mod wire;

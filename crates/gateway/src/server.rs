@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, Response, StatusCode};
 use axum::routing::{get, post};
 use looprail_guardrails::replay::ErrorPatterns;
 use looprail_journal::now_ms;
+use looprail_loop_core::message::Message;
 use serde_json::Value;
 
 use crate::Gateway;
@@ -142,7 +143,7 @@ impl Gateway {
 
     /// One chat request, end to end.
     pub(crate) async fn handle(
-        &self,
+        self: &Arc<Self>,
         api: Api,
         path: &str,
         headers: &HeaderMap,
@@ -171,8 +172,8 @@ impl Gateway {
         let stream = api.wants_stream(&body);
         let include_usage =
             body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
-        let untouched = !stream
-            && body.get("stream").is_none()
+        let relay = stream && matches!(verdict, Verdict::Forward { .. });
+        let untouched = body.get("stream").is_none_or(|_| relay)
             && matches!(&verdict, Verdict::Forward { instructions, force_tool: None } if instructions.is_empty());
         match &verdict {
             Verdict::Forward { instructions, force_tool } => {
@@ -182,12 +183,9 @@ impl Gateway {
                 if let Some(tool) = force_tool {
                     api.force_tool(&mut body, tool);
                 }
-                if let Some(object) = body.as_object_mut() {
-                    object.remove("stream");
-                    object.remove("stream_options");
-                }
             }
             Verdict::Conclude { reason } => {
+                // Asked for whole (the final answer is re-emitted as a stream when wanted).
                 tracing::info!(name: "agent.fallback.reply", target: "looprail", conversation = %state.id, %reason, "gateway concluded the conversation");
                 api.without_tools(&mut body);
                 api.add_instruction(&mut body, &final_instruction(reason));
@@ -196,21 +194,88 @@ impl Gateway {
         // An unchanged request goes upstream as the client sent it, not serialised again.
         let outgoing = if untouched { raw } else { Bytes::from(body.to_string()) };
         let pass_key = self.require_key.is_none();
-        let answer = self.upstream.send(&self.http, api, path, headers, pass_key, outgoing).await;
-        if !(200..300).contains(&answer.status) {
-            self.save(&state, None).await;
-            return json(answer.status, &answer.body, Some(&state.id));
-        }
-        let (input, output) = api.usage(&answer.body);
-        self.gate.replied(&mut state, input, output);
         let history = fingerprints.last().copied().unwrap_or_default();
-        let reply_message = api.reply_message(&answer.body);
-        let fingerprint = reply_message.as_ref().map(|reply| identity::extend(history, reply));
+        let done = Done { api, state, messages, new, history };
+        let response = match self.upstream.open(&self.http, api, path, headers, pass_key, outgoing).await {
+            Ok(response) => response,
+            Err(answer) => {
+                self.save(&done.state, None).await;
+                return json(answer.status, &answer.body, Some(&done.state.id));
+            }
+        };
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        if relay && is_stream {
+            return self.relay(done, &body, response);
+        }
+        let answer = crate::upstream::read_json(api, response).await;
+        let id = done.state.id.clone();
+        let (input, output) = api.usage(&answer);
+        self.finish(done, api.reply_message(&answer), input, output).await;
+        if stream {
+            reply(200, "text/event-stream", api.to_stream(&answer, include_usage), Some(&id))
+        } else {
+            json(200, &answer, Some(&id))
+        }
+    }
+
+    /// Passes the upstream's event stream to the client as it arrives and, when it ends, counts
+    /// the reply it carried and stores the conversation. A stream that breaks ends with the
+    /// API's error event.
+    fn relay(self: &Arc<Self>, done: Done, body: &Value, response: reqwest::Response) -> Response<Body> {
+        let id = done.state.id.clone();
+        let reader = crate::relay::Reader::new(done.api, &crate::relay::model_of(body));
+        let upstream = Box::pin(response.bytes_stream());
+        let start = (upstream, Some((reader, done, Arc::clone(self))));
+        let events = futures_util::stream::unfold(start, |(mut upstream, open)| async move {
+            let (mut reader, done, gateway) = open?;
+            match futures_util::StreamExt::next(&mut upstream).await {
+                Some(Ok(bytes)) => {
+                    reader.feed(&bytes);
+                    Some((Ok::<Bytes, std::io::Error>(bytes), (upstream, Some((reader, done, gateway)))))
+                }
+                Some(Err(e)) => {
+                    let api = done.api;
+                    gateway.save(&done.state, None).await;
+                    Some((
+                        Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
+                        (upstream, None),
+                    ))
+                }
+                None => {
+                    match reader.finish() {
+                        Ok(reply) => {
+                            let (input, output) = crate::relay::usage_of(&reply);
+                            gateway.finish(done, Some(crate::relay::message_of(&reply)), input, output).await;
+                        }
+                        Err(e) => {
+                            tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
+                            gateway.save(&done.state, None).await;
+                        }
+                    }
+                    None
+                }
+            }
+        });
+        let mut response = reply(200, "text/event-stream", Body::from_stream(events), Some(&id));
+        response.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
+        response
+    }
+
+    /// Counts a reply's tokens, records the new messages and the reply, and stores the state
+    /// with the fingerprint of the history the client now has.
+    async fn finish(&self, done: Done, reply: Option<Message>, input: u64, output: u64) {
+        let Done { mut state, mut messages, new, history, .. } = done;
+        self.gate.replied(&mut state, input, output);
+        let fingerprint = reply.as_ref().map(|reply| identity::extend(history, reply));
         if let Some(dir) = &self.record_dir {
             // The previous reply comes back at the start of the new messages: recorded once.
             let from = if state.recorded <= messages.len() { state.recorded } else { new };
             messages.drain(..from);
-            messages.extend(reply_message);
+            messages.extend(reply);
             match crate::record::append(dir, &state.id, &messages) {
                 Ok(()) => state.recorded = from + messages.len(),
                 Err(e) => {
@@ -219,11 +284,6 @@ impl Gateway {
             }
         }
         self.save(&state, fingerprint).await;
-        if stream {
-            reply(200, "text/event-stream", api.to_stream(&answer.body, include_usage), Some(&state.id))
-        } else {
-            json(200, &answer.body, Some(&state.id))
-        }
     }
 
     /// Stores the state and the fingerprint of the history the client now has, in one
@@ -244,6 +304,18 @@ impl Gateway {
             recent.insert(fingerprint, state.id.clone());
         }
     }
+}
+
+/// What a request leaves to do once its reply is known.
+struct Done {
+    api: Api,
+    state: ConversationState,
+    /// The client's history.
+    messages: Vec<Message>,
+    /// How much of it the guards had seen before this request.
+    new: usize,
+    /// The fingerprint of the client's history.
+    history: u64,
 }
 
 fn refused(api: Api) -> Response<Body> {

@@ -91,10 +91,11 @@ impl Upstream {
         }
     }
 
-    /// Sends `body` (a JSON request that does not ask for a stream) to `path` of the API's upstream, retrying transient
-    /// failures. A failure that outlasts the retries is returned as it is (a provider error)
-    /// or, when no upstream answered, as a 502 in the API's format.
-    pub async fn send(
+    /// Sends `body` and returns the upstream's response once it answers 2xx (its body not
+    /// read: it may be a stream), retrying transient failures before that. A failure that
+    /// outlasts the retries is the [`Answer`] it gave (a provider error) or, when no upstream
+    /// answered, a 502 in the API's format.
+    pub async fn open(
         &self,
         http: &reqwest::Client,
         api: Api,
@@ -102,7 +103,7 @@ impl Upstream {
         client: &HeaderMap,
         pass_key: bool,
         body: axum::body::Bytes,
-    ) -> Answer {
+    ) -> Result<reqwest::Response, Answer> {
         let mut attempt = 0;
         loop {
             let sent = self
@@ -112,19 +113,11 @@ impl Upstream {
                 .send()
                 .await;
             let (status, wait, answer) = match sent {
+                Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
                     let status = response.status().as_u16();
                     let wait = retry_after(response.headers());
-                    let body = match response.bytes().await {
-                        Ok(bytes) => serde_json::from_slice::<Value>(bytes.as_ref()).unwrap_or_else(|_| {
-                            api.error(
-                                "api_error",
-                                &format!("upstream answered {status} with a body that is not JSON"),
-                            )
-                        }),
-                        Err(e) => api.error("api_error", &format!("upstream body broke: {e}")),
-                    };
-                    (status, wait, Answer { status, body })
+                    (status, wait, Answer { status, body: read_json(api, response).await })
                 }
                 Err(e) => (
                     502,
@@ -136,11 +129,11 @@ impl Upstream {
                 ),
             };
             if !retryable(status) || attempt >= self.retries {
-                return answer;
+                return Err(answer);
             }
             let backoff = self.backoff.saturating_mul(1 << attempt.min(10));
             let delay = match wait {
-                Some(wait) if wait > self.max_retry_after => return answer,
+                Some(wait) if wait > self.max_retry_after => return Err(answer),
                 Some(wait) => wait,
                 None => backoff,
             };
@@ -148,5 +141,35 @@ impl Upstream {
             tokio::time::sleep(delay).await;
             attempt += 1;
         }
+    }
+
+    /// [`Upstream::open`] and the whole JSON body.
+    pub async fn send(
+        &self,
+        http: &reqwest::Client,
+        api: Api,
+        path: &str,
+        client: &HeaderMap,
+        pass_key: bool,
+        body: axum::body::Bytes,
+    ) -> Answer {
+        match self.open(http, api, path, client, pass_key, body).await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                Answer { status, body: read_json(api, response).await }
+            }
+            Err(answer) => answer,
+        }
+    }
+}
+
+/// A response's body as JSON, or an error body in the API's format saying why not.
+pub(crate) async fn read_json(api: Api, response: reqwest::Response) -> Value {
+    let status = response.status().as_u16();
+    match response.bytes().await {
+        Ok(bytes) => serde_json::from_slice::<Value>(bytes.as_ref()).unwrap_or_else(|_| {
+            api.error("api_error", &format!("upstream answered {status} with a body that is not JSON"))
+        }),
+        Err(e) => api.error("api_error", &format!("upstream body broke: {e}")),
     }
 }

@@ -83,3 +83,30 @@ async fn a_failing_upstream_is_retried_then_its_error_passed_through() {
     assert_eq!(status, 502);
     assert!(answer["error"]["message"].as_str().unwrap().contains("unreachable"), "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_breaks_upstream_ends_with_the_apis_error_event() {
+    let first = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"}}]}\n\n";
+    let upstream = FakeServer::responding(move |_| Reply::Sse {
+        chunks: vec![first.to_owned()],
+        pause: Duration::from_millis(10),
+        break_at_end: true,
+    })
+    .await;
+    let gw = start(&upstream.url, None).await;
+    let body = json!({ "model": "m", "stream": true, "messages": [{ "role": "user", "content": "hi" }] });
+    let response = reqwest::Client::new()
+        .post(format!("{gw}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text =
+        tokio::time::timeout(Duration::from_secs(10), response.text()).await.expect("never a hang").unwrap();
+    assert!(text.starts_with(first), "the upstream's bytes were passed on: {text}");
+    let last = text.trim_end().lines().last().unwrap();
+    let error: Value = serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(error["error"]["type"], "api_error", "{text}");
+}

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use looprail_gateway::{Gateway, GatewayConfig};
+use looprail_gateway::{Api, Gateway, GatewayConfig};
 use looprail_journal::SqliteStore;
 use looprail_loop_core::config::LoopConfig;
 use looprail_providers::fake::{FakeServer, Reply};
@@ -96,6 +96,12 @@ async fn upstream(anthropic: bool, fail_first: bool) -> (FakeServer, Arc<AtomicU
                 "content": [{"type": "text", "text": format!("final answer for: {task}")}],
                 "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 10}}),
         };
+        if body["stream"].as_bool() == Some(true) {
+            // A streaming upstream: the gateway relays it as it comes.
+            let api = if anthropic { Api::Anthropic } else { Api::OpenAi };
+            let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+            return Reply::sse_text(&api.to_stream(&reply, include_usage));
+        }
         Reply::json(200, &reply.to_string())
     })
     .await;
@@ -182,6 +188,8 @@ async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
             assert!(nudged, "the ladder spoke before it concluded");
             let last = &seen.last().unwrap().body;
             assert!(last.get("tools").is_none(), "the final answer was asked for without tools");
+            let relayed = seen.iter().filter(|r| r.body["stream"] == true).count();
+            assert_eq!(relayed > 0, stream, "streamed turns were relayed from a streaming upstream");
             gw.stop().await;
         }
     }

@@ -112,6 +112,14 @@ impl Api {
             }
         }
     }
+
+    /// The event that ends a relayed stream that broke, in the API's own format.
+    pub fn stream_error(self, message: &str) -> String {
+        match self {
+            Api::OpenAi => format!("data: {}\n\n", self.error("api_error", message)),
+            Api::Anthropic => format!("event: error\ndata: {}\n\n", self.error("api_error", message)),
+        }
+    }
 }
 
 /// The text of a message content that is a string or a list of text parts.

@@ -1,0 +1,118 @@
+//! Relaying an upstream event stream to the client as it arrives: every byte is passed on at
+//! once, and the same bytes are read by the providers' stream parsers, so when the stream ends
+//! the gateway knows the reply it carried (its tokens, its fingerprint, what to record). A
+//! stream that breaks is ended with the API's own error event, never left hanging.
+
+use looprail_loop_core::message::Message;
+use looprail_loop_core::provider::ModelResponse;
+use looprail_providers::sse::{SseParser, Step};
+use serde_json::Value;
+
+use crate::wire::Api;
+
+/// Splits SSE bytes into events and feeds them to the API's parser.
+pub struct Reader {
+    parser: Box<dyn SseParser>,
+    buffer: Vec<u8>,
+    done: Option<Result<ModelResponse, String>>,
+}
+
+impl Reader {
+    /// A reader for a stream of `api` from `model`.
+    pub fn new(api: Api, model: &str) -> Self {
+        let parser: Box<dyn SseParser> = match api {
+            Api::OpenAi => Box::new(looprail_providers::openai::ChunkParser::new(model)),
+            Api::Anthropic => Box::new(looprail_providers::anthropic::EventParser::new(model)),
+        };
+        Self { parser, buffer: Vec::new(), done: None }
+    }
+
+    /// Reads the next bytes of the stream.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+        while self.done.is_none() {
+            let Some(end) = find_event_end(&self.buffer) else { break };
+            let raw: Vec<u8> = self.buffer.drain(..end.0).collect();
+            self.buffer.drain(..end.1);
+            let text = String::from_utf8_lossy(&raw);
+            let (mut name, mut data) = (String::new(), Vec::new());
+            for line in text.lines() {
+                if let Some(value) = line.strip_prefix("event:") {
+                    name = value.trim().to_owned();
+                } else if let Some(value) = line.strip_prefix("data:") {
+                    data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+                }
+            }
+            if data.is_empty() {
+                continue;
+            }
+            if let Step::Done(result) = self.parser.event(&name, &data.join("\n")) {
+                self.done = Some(result.map_err(|e| e.to_string()));
+            }
+        }
+    }
+
+    /// The reply the stream carried, once it is over (`end_of_body` when it ended without a
+    /// terminal event).
+    pub fn finish(mut self) -> Result<ModelResponse, String> {
+        match self.done.take() {
+            Some(result) => result,
+            None => self.parser.end_of_body().map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// Where the first complete event ends: (its length, the separator's length).
+fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buffer.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The assistant message of an assembled reply, as the client will echo it.
+pub fn message_of(response: &ModelResponse) -> Message {
+    Message::assistant_with_calls(
+        response.text.clone().filter(|t| !t.is_empty()),
+        response.tool_calls.clone(),
+    )
+}
+
+/// The usage of an assembled reply as `(input, output)`.
+pub fn usage_of(response: &ModelResponse) -> (u64, u64) {
+    response.usage.map_or((0, 0), |u| (u.input_tokens, u.output_tokens))
+}
+
+/// The model a request names.
+pub fn model_of(body: &Value) -> String {
+    body["model"].as_str().unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_split_anywhere_assembles_the_same_reply() {
+        let response = serde_json::json!({"id": "chatcmpl-9", "created": 1, "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": "Looking.", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}]}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3}});
+        let sse = Api::OpenAi.to_stream(&response, true);
+        for cut in [1, 7, 64, sse.len()] {
+            let mut reader = Reader::new(Api::OpenAi, "m");
+            for piece in sse.as_bytes().chunks(cut) {
+                reader.feed(piece);
+            }
+            let reply = reader.finish().unwrap();
+            assert_eq!(reply.text.as_deref(), Some("Looking."));
+            assert_eq!(reply.tool_calls[0].id, "call_1");
+            assert_eq!(usage_of(&reply), (12, 3));
+            assert_eq!(reply.id.as_deref(), Some("chatcmpl-9"));
+        }
+        let mut cut_short = Reader::new(Api::Anthropic, "m");
+        cut_short.feed(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":5}}}\n\n");
+        assert!(cut_short.finish().is_err(), "a stream that ends early is an error, not a reply");
+    }
+}
