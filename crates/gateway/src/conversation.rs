@@ -154,8 +154,8 @@ impl Gate {
         let mut stack = self.stack(state);
         let mut outcome = Outcome::default();
         let elapsed = Duration::from_millis(u64::try_from(now - state.started_ms).unwrap_or(0));
-        let first_user = messages[..state.seen].iter().any(|m| m.role == Role::User && !tagged(m));
-        let mut seen_user = first_user;
+        // The first user message sets `user_turns` to 1: a later one starts a new turn.
+        let mut seen_user = state.counters.user_turns > 0;
         for i in state.seen..messages.len() {
             let message = &messages[i];
             match message.role {

@@ -356,9 +356,10 @@ impl Runner {
         let outcome = result.map_err(|e| JournalError::Driver(e.to_string()))?;
         // A worker that lost the run to another (its heartbeats stopped reaching the store)
         // records nothing more: the new holder owns the run's state and end.
-        if let Some(row) = self.store.run(run_id).await?
+        let row = self.store.run(run_id).await?;
+        if let Some(row) = &row
             && row.status == RunStatus::Running
-            && let Some(holder) = row.worker.filter(|w| w != self.store.worker())
+            && let Some(holder) = row.worker.clone().filter(|w| w != self.store.worker())
         {
             return Err(JournalError::LeaseLost { run_id: run_id.to_owned(), holder });
         }
@@ -368,11 +369,10 @@ impl Runner {
                 &serde_json::to_value(journal.snapshot()).unwrap_or_default(),
             )
             .await?;
+        let cancel_requested = row.is_some_and(|r| r.cancel_requested_at.is_some());
         let status = match status_of(outcome.state) {
             // Stopped by a shutdown, not by a cancel request: resumable from its checkpoint.
-            RunStatus::Cancelled
-                if self.shutdown.is_cancelled() && !self.store.cancel_requested(run_id).await? =>
-            {
+            RunStatus::Cancelled if self.shutdown.is_cancelled() && !cancel_requested => {
                 RunStatus::Interrupted
             }
             status => status,

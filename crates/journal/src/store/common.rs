@@ -112,3 +112,16 @@ pub(super) fn check_holder(
         _ => Ok(()),
     }
 }
+
+/// A claim's result: a unique violation means another worker holds the lane (the claim did
+/// not happen, `T::default()`); any other error is mapped by `db`.
+pub(super) fn claimed<T: Default>(
+    result: Result<T, sqlx::Error>,
+    db: impl FnOnce(sqlx::Error) -> JournalError,
+) -> Result<T, JournalError> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(e) if e.as_database_error().is_some_and(|d| d.is_unique_violation()) => Ok(T::default()),
+        Err(e) => Err(db(e)),
+    }
+}

@@ -41,11 +41,6 @@ fn db(error: sqlx::Error) -> JournalError {
     JournalError::Database(error.to_string())
 }
 
-/// True when the database refused a write for a unique index (a second active run in a lane).
-fn unique_violation(error: &sqlx::Error) -> bool {
-    error.as_database_error().is_some_and(|e| e.is_unique_violation())
-}
-
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user@host:port/db`) and applies the
     /// missing migrations (safe when several workers start at once). Connections are

@@ -7,18 +7,10 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::*;
+use crate::store::common::claimed;
 
 /// The statuses that hold a lane, as SQL.
 const HOLDING: &str = "('running', 'waiting_on_human', 'interrupted')";
-
-/// Maps a claim's result: a unique violation means another worker won the lane.
-fn claimed<T: Default>(result: Result<T, sqlx::Error>) -> Result<T, JournalError> {
-    match result {
-        Ok(value) => Ok(value),
-        Err(e) if unique_violation(&e) => Ok(T::default()),
-        Err(e) => Err(db(e)),
-    }
-}
 
 fn run_id_of(row: Option<sqlx::postgres::PgRow>) -> Result<Option<String>, JournalError> {
     row.map(|r| r.try_get::<String, _>("run_id").map_err(|e| JournalError::corrupt("runs", e))).transpose()
@@ -86,7 +78,7 @@ impl PostgresStore {
         .execute(&self.pool)
         .await
         .map(|done| done.rows_affected() == 1);
-        claimed(done)
+        claimed(done, db)
     }
 
     pub(super) async fn due_lanes(&self) -> Result<Vec<String>, JournalError> {
@@ -117,7 +109,7 @@ impl PostgresStore {
         .bind(lane)
         .fetch_optional(&self.pool)
         .await;
-        run_id_of(claimed(row)?)
+        run_id_of(claimed(row, db)?)
     }
 
     pub(super) async fn set_status(&self, run_id: &str, status: RunStatus) -> Result<(), JournalError> {
@@ -148,7 +140,7 @@ impl PostgresStore {
         .execute(&self.pool)
         .await
         .map(|done| done.rows_affected() == 1);
-        let won = claimed(done)?;
+        let won = claimed(done, db)?;
         if !won && self.run(run_id).await?.is_none() {
             return Err(JournalError::UnknownRun(run_id.to_owned()));
         }
@@ -186,7 +178,7 @@ impl PostgresStore {
         .bind(stale_before)
         .fetch_optional(&self.pool)
         .await;
-        run_id_of(claimed(row)?)
+        run_id_of(claimed(row, db)?)
     }
 
     pub(super) async fn heartbeat(&self, run_id: &str, at_ms: i64) -> Result<bool, JournalError> {

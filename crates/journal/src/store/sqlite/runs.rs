@@ -7,6 +7,7 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::*;
+use crate::store::common::claimed;
 
 /// The statuses that hold a lane, as SQL.
 const HOLDING: &str = "('running', 'waiting_on_human', 'interrupted')";
@@ -74,11 +75,7 @@ impl SqliteStore {
         .bind(run_id)
         .execute(&self.pool)
         .await;
-        match done {
-            Ok(done) => Ok(done.rows_affected() == 1),
-            Err(e) if unique_violation(&e) => Ok(false),
-            Err(e) => Err(self.db()(e)),
-        }
+        claimed(done.map(|done| done.rows_affected() == 1), self.db())
     }
 
     pub(super) async fn due_lanes(&self) -> Result<Vec<String>, JournalError> {
@@ -108,11 +105,7 @@ impl SqliteStore {
         .bind(lane)
         .fetch_optional(&self.pool)
         .await;
-        let row = match row {
-            Ok(row) => row,
-            Err(e) if unique_violation(&e) => None,
-            Err(e) => return Err(self.db()(e)),
-        };
+        let row = claimed(row, self.db())?;
         row.map(|r| r.try_get::<String, _>("run_id").map_err(|e| JournalError::corrupt("runs", e)))
             .transpose()
     }
@@ -155,10 +148,8 @@ impl SqliteStore {
         .bind(run_id)
         .execute(&mut *tx)
         .await;
-        match done {
-            Ok(_) => {}
-            Err(e) if unique_violation(&e) => return Ok(false),
-            Err(e) => return Err(self.db()(e)),
+        if !claimed(done.map(|_| true), self.db())? {
+            return Ok(false);
         }
         tx.commit().await.map_err(self.db())?;
         Ok(true)
@@ -191,11 +182,7 @@ impl SqliteStore {
         .bind(stale_before)
         .fetch_optional(&self.pool)
         .await;
-        let row = match row {
-            Ok(row) => row,
-            Err(e) if unique_violation(&e) => None,
-            Err(e) => return Err(self.db()(e)),
-        };
+        let row = claimed(row, self.db())?;
         row.map(|r| r.try_get::<String, _>("run_id").map_err(|e| JournalError::corrupt("runs", e)))
             .transpose()
     }
@@ -301,10 +288,4 @@ impl SqliteStore {
         report.trace();
         Ok(report)
     }
-}
-
-/// True when the database refused a write for a unique index: here, a second active run in a
-/// lane.
-fn unique_violation(error: &sqlx::Error) -> bool {
-    error.as_database_error().is_some_and(|e| e.is_unique_violation())
 }
