@@ -52,6 +52,11 @@ impl Reader {
         }
     }
 
+    /// True once the stream's terminal event was read.
+    pub fn is_done(&self) -> bool {
+        self.done.is_some()
+    }
+
     /// The reply the stream carried, once it is over (`end_of_body` when it ended without a
     /// terminal event).
     pub fn finish(mut self) -> Result<ModelResponse, String> {

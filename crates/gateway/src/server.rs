@@ -235,7 +235,16 @@ impl Gateway {
             match futures_util::StreamExt::next(&mut upstream).await {
                 Some(Ok(bytes)) => {
                     reader.feed(&bytes);
-                    Some((Ok::<Bytes, std::io::Error>(bytes), (upstream, Some((reader, done, gateway)))))
+                    if !reader.is_done() {
+                        return Some((
+                            Ok::<Bytes, std::io::Error>(bytes),
+                            (upstream, Some((reader, done, gateway))),
+                        ));
+                    }
+                    // The terminal event: the conversation is stored before the client sees it,
+                    // so its next request already finds it.
+                    gateway.complete(reader, done).await;
+                    Some((Ok(bytes), (upstream, None)))
                 }
                 Some(Err(e)) => {
                     let api = done.api;
@@ -246,16 +255,7 @@ impl Gateway {
                     ))
                 }
                 None => {
-                    match reader.finish() {
-                        Ok(reply) => {
-                            let (input, output) = crate::relay::usage_of(&reply);
-                            gateway.finish(done, Some(crate::relay::message_of(&reply)), input, output).await;
-                        }
-                        Err(e) => {
-                            tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
-                            gateway.save(&done.state, None).await;
-                        }
-                    }
+                    gateway.complete(reader, done).await;
                     None
                 }
             }
@@ -263,6 +263,21 @@ impl Gateway {
         let mut response = reply(200, "text/event-stream", Body::from_stream(events), Some(&id));
         response.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
         response
+    }
+
+    /// Ends a relayed stream: stores what the reply it carried changed, or, when it ended early,
+    /// only the state.
+    async fn complete(&self, reader: crate::relay::Reader, done: Done) {
+        match reader.finish() {
+            Ok(reply) => {
+                let (input, output) = crate::relay::usage_of(&reply);
+                self.finish(done, Some(crate::relay::message_of(&reply)), input, output).await;
+            }
+            Err(e) => {
+                tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
+                self.save(&done.state, None).await;
+            }
+        }
     }
 
     /// Counts a reply's tokens, records the new messages and the reply, and stores the state

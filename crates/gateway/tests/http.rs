@@ -110,3 +110,51 @@ async fn a_stream_that_breaks_upstream_ends_with_the_apis_error_event() {
     let error: Value = serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
     assert_eq!(error["error"]["type"], "api_error", "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_stream_is_stored_before_its_terminal_event_reaches_the_client() {
+    // SDKs stop reading at the terminal event and send the next request at once: by then the
+    // conversation must be stored, or the next request starts a new one.
+    let reply = json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}}]});
+    let sse = looprail_gateway::Api::OpenAi.to_stream(&reply, false);
+    // The upstream holds its connection open a moment after the terminal event (as real ones
+    // may), so a gateway that stored the conversation only at the end of the body loses it.
+    let upstream = FakeServer::responding(move |_| Reply::Sse {
+        chunks: vec![sse.clone(), String::new()],
+        pause: Duration::from_millis(200),
+        break_at_end: false,
+    })
+    .await;
+    let gw = start(&upstream.url, None).await;
+    let url = format!("{gw}/v1/chat/completions");
+    let tools =
+        json!([{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]);
+    let mut messages = vec![json!({"role": "user", "content": "find it"})];
+    let client = reqwest::Client::new();
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let body = json!({"model": "m", "stream": true, "messages": messages, "tools": tools});
+        let response = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        ids.push(response.headers()["x-looprail-run"].to_str().unwrap().to_owned());
+        let mut stream = response.bytes_stream();
+        let mut seen = String::new();
+        while !seen.contains("[DONE]") {
+            let chunk = futures_util::StreamExt::next(&mut stream)
+                .await
+                .expect("the stream ends with [DONE]")
+                .unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        drop(stream); // as an SDK does: the next request goes out at once
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "nothing"}));
+    }
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "one conversation: {ids:?}");
+}
