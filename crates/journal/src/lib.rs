@@ -61,7 +61,7 @@ pub use run_journal::{
 };
 pub use runner::{Resumed, Runner, Started};
 pub use store::{
-    Checkpoints, PostgresStore, ReconcileReport, RunRow, RunSpec, RunStatus, RunStore, SharedStore,
-    SqliteStore, StoreLocation, Submitted, ToolCallRow, default_worker_name, now_ms, open,
+    Checkpoints, MAX_TAKEOVERS, PostgresStore, ReconcileReport, RunRow, RunSpec, RunStatus, RunStore,
+    SharedStore, SqliteStore, StoreLocation, Submitted, ToolCallRow, default_worker_name, now_ms, open,
 };
 pub use store::{POSTGRES_SCHEMA_VERSION, SCHEMA_VERSION};

@@ -18,9 +18,7 @@ use super::recipe::Recipe;
 use super::runner;
 use super::signals::shutdown_token;
 
-/// A run taken over this many times is left to the reconciler and a human (it keeps killing
-/// its workers, or keeps losing them).
-const MAX_TAKEOVERS: i64 = 5;
+use looprail::journal::MAX_TAKEOVERS;
 
 /// No flags: a run's stored recipe is used as it is.
 fn no_overrides(store: &str) -> ModelArgs {

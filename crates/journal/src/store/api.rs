@@ -234,6 +234,11 @@ impl CheckpointStore for Checkpoints {
     }
 }
 
+/// A run taken over this many times is left to the reconciler and a human (it keeps killing its
+/// workers, or keeps losing them). Below that, the reconciler leaves a stale run that a worker
+/// can take over, and that only a take-over handles rightly, to the workers.
+pub const MAX_TAKEOVERS: i64 = 5;
+
 /// The name a store writes into the runs it claims unless told otherwise: `host:pid`.
 pub fn default_worker_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")

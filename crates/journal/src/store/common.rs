@@ -125,3 +125,13 @@ pub(super) fn claimed<T: Default>(
         Err(e) => Err(db(e)),
     }
 }
+
+/// Whether the reconciler leaves a stale running run to a worker's take-over instead of timing
+/// it out: a worker can take it over (it has a recipe and was taken over fewer than
+/// [`MAX_TAKEOVERS`](super::MAX_TAKEOVERS) times), and its latest checkpoint does not allow a
+/// resume (none yet, a human pause, or its end). Only a take-over handles those rightly: it
+/// starts a run that never checkpointed from its recipe, and closes a run whose end was
+/// recorded with that outcome, where a time-out would leave them dead.
+pub(super) fn left_for_take_over(has_recipe: bool, takeovers: i64, resumable: bool) -> bool {
+    has_recipe && takeovers < super::MAX_TAKEOVERS && !resumable
+}

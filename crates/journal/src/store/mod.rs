@@ -10,7 +10,7 @@ mod postgres;
 mod sqlite;
 mod types;
 
-pub use api::{Checkpoints, RunStore, SharedStore, default_worker_name};
+pub use api::{Checkpoints, MAX_TAKEOVERS, RunStore, SharedStore, default_worker_name};
 pub use open::{StoreLocation, open};
 pub use postgres::PostgresStore;
 pub use postgres::schema::SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION;

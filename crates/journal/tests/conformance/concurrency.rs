@@ -140,9 +140,12 @@ pub async fn a_stopped_holders_run_is_taken_over_once_and_the_old_holder_is_fenc
 pub async fn concurrent_reconcilers_count_each_run_once(backend: Backend) {
     let store = backend.open().await;
     let now = now_ms();
+    // Each crashed after a resumable checkpoint (the reconciler times such runs out).
+    let run = Run::builder(LoopConfig::default()).user("x").build().unwrap();
     for i in 0..10 {
         let id = format!("r{i}");
         store.submit(&spec(&id, &id)).await.unwrap();
+        store.save_checkpoint(&id, CheckpointKind::LlmResponse, &run.header(), run.messages()).await.unwrap();
         store.heartbeat(&id, now - 600_000).await.unwrap();
     }
     let mut passes = Vec::new();

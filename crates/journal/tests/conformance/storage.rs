@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use looprail_journal::{JournalError, RunSpec, RunStatus, Submitted, now_ms};
+use looprail_journal::{JournalError, MAX_TAKEOVERS, RunSpec, RunStatus, Submitted, now_ms};
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::store::CheckpointKind;
 
@@ -158,14 +158,17 @@ pub async fn the_reconciler_times_out_stale_runs_and_cancels_expired_waits(backe
     for (id, conversation) in [("crashed", "a"), ("bare", "b"), ("waiting", "c"), ("fresh", "d")] {
         store.submit(&spec(id, conversation)).await.unwrap();
     }
+    // A run no worker can take over (no recipe: it was started in a process of its own).
+    store.submit(&RunSpec::new("library", "e", "task")).await.unwrap();
     store.enqueue(&spec("next", "a")).await.unwrap();
     let run = Run::builder(LoopConfig::default()).user("x").build().unwrap();
     store
         .save_checkpoint("crashed", CheckpointKind::LlmResponse, &run.header(), run.messages())
         .await
         .unwrap();
-    store.heartbeat("crashed", now - 600_000).await.unwrap();
-    store.heartbeat("bare", now - 600_000).await.unwrap();
+    for id in ["crashed", "bare", "library"] {
+        store.heartbeat(id, now - 600_000).await.unwrap();
+    }
     store.set_status("waiting", RunStatus::WaitingOnHuman).await.unwrap();
     store.request_cancel("waiting", now - 4 * 60_000).await.unwrap();
     store.heartbeat("fresh", now).await.unwrap();
@@ -177,8 +180,21 @@ pub async fn the_reconciler_times_out_stale_runs_and_cancels_expired_waits(backe
     };
     assert!(row("crashed").await.resume_available);
     assert_eq!(row("crashed").await.status, RunStatus::TimedOut);
-    assert!(!row("bare").await.resume_available);
+    assert_eq!(
+        (row("library").await.status, row("library").await.resume_available),
+        (RunStatus::TimedOut, false)
+    );
+    // A worker's run that never checkpointed is not timed out for good: a take-over starts it
+    // from its recipe (as it closes one whose end was recorded before its worker died).
+    assert_eq!(row("bare").await.status, RunStatus::Running, "left to a take-over");
     assert_eq!(row("waiting").await.status, RunStatus::Cancelled);
     assert_eq!(row("fresh").await.status, RunStatus::Running);
     assert_eq!(row("next").await.status, RunStatus::Queued, "due runs are counted, not started");
+    let stale_before = now - 300_000;
+    let mut taken = Vec::new();
+    while let Some(id) = store.take_over(stale_before, MAX_TAKEOVERS).await.unwrap() {
+        taken.push(id);
+    }
+    taken.sort();
+    assert_eq!(taken, ["bare", "crashed"], "the workers' runs go on; the library's does not");
 }

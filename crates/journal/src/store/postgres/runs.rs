@@ -7,7 +7,7 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::*;
-use crate::store::common::claimed;
+use crate::store::common::{claimed, left_for_take_over};
 
 /// The statuses that hold a lane, as SQL.
 const HOLDING: &str = "('running', 'waiting_on_human', 'interrupted')";
@@ -238,7 +238,7 @@ impl PostgresStore {
         let mut report = ReconcileReport::default();
         let stale_before = now - stale_after.as_millis() as i64;
         let stale = sqlx::query(
-            "SELECT run_id FROM runs WHERE status = 'running' AND COALESCE(heartbeat_at, 0) < $1",
+            "SELECT run_id, recipe IS NOT NULL AS has_recipe, takeovers FROM runs WHERE status = 'running' AND COALESCE(heartbeat_at, 0) < $1",
         )
         .bind(stale_before)
         .fetch_all(&self.pool)
@@ -247,6 +247,11 @@ impl PostgresStore {
         for row in stale {
             let run_id: String = row.try_get("run_id").map_err(|e| JournalError::corrupt("runs", e))?;
             let resumable = self.latest_kind(&run_id).await?.is_some_and(CheckpointKind::allows_resume);
+            let has_recipe: bool = row.try_get("has_recipe").map_err(|e| JournalError::corrupt("runs", e))?;
+            let takeovers: i64 = row.try_get("takeovers").map_err(|e| JournalError::corrupt("runs", e))?;
+            if left_for_take_over(has_recipe, takeovers, resumable) {
+                continue;
+            }
             // Conditional: a worker that took the run over (or a heartbeat) since wins, and
             // of several reconcilers only one counts it.
             let done = sqlx::query(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::*;
-use crate::store::common::claimed;
+use crate::store::common::{claimed, left_for_take_over};
 
 /// The statuses that hold a lane, as SQL.
 const HOLDING: &str = "('running', 'waiting_on_human', 'interrupted')";
@@ -247,7 +247,7 @@ impl SqliteStore {
         let mut report = ReconcileReport::default();
         let stale_before = now - stale_after.as_millis() as i64;
         let stale =
-            sqlx::query("SELECT run_id FROM runs WHERE status = 'running' AND COALESCE(heartbeat_at, 0) < ?")
+            sqlx::query("SELECT run_id, recipe IS NOT NULL AS has_recipe, takeovers FROM runs WHERE status = 'running' AND COALESCE(heartbeat_at, 0) < ?")
                 .bind(stale_before)
                 .fetch_all(&self.pool)
                 .await
@@ -255,6 +255,11 @@ impl SqliteStore {
         for row in stale {
             let run_id: String = row.try_get("run_id").map_err(|e| JournalError::corrupt("runs", e))?;
             let resumable = self.latest_kind(&run_id).await?.is_some_and(CheckpointKind::allows_resume);
+            let has_recipe: bool = row.try_get("has_recipe").map_err(|e| JournalError::corrupt("runs", e))?;
+            let takeovers: i64 = row.try_get("takeovers").map_err(|e| JournalError::corrupt("runs", e))?;
+            if left_for_take_over(has_recipe, takeovers, resumable) {
+                continue;
+            }
             // Conditional: a worker that took the run over (or a heartbeat) since wins.
             let done = sqlx::query(
                 "UPDATE runs SET status = 'timed_out', resume_available = ?, updated_at = ?
