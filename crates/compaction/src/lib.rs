@@ -43,6 +43,7 @@ mod counter;
 mod ledger;
 mod memo;
 pub mod pairs;
+mod pretokenize;
 mod strategies;
 pub mod summary;
 

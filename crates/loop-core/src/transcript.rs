@@ -5,6 +5,7 @@
 //! `is_error: false` and classifying it is the caller's job.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 
@@ -215,49 +216,82 @@ pub fn detect_format(raw: &[Value]) -> LogFormat {
     if anthropic { LogFormat::AnthropicMessages } else { LogFormat::OpenAiChat }
 }
 
+/// The fields of a log document read here; the rest is skipped without being built.
+#[derive(serde::Deserialize)]
+struct Document<'a> {
+    #[serde(borrow, default)]
+    messages: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    system: Option<&'a RawValue>,
+}
+
+/// True when a message holds `tool_use` or `tool_result` blocks (Anthropic's). Only a message
+/// that names one of them is parsed to check.
+fn has_anthropic_blocks(raw: &RawValue) -> bool {
+    let text = raw.get();
+    (text.contains("\"tool_use\"") || text.contains("\"tool_result\""))
+        && serde_json::from_str::<Value>(text)
+            .is_ok_and(|m| detect_format(std::slice::from_ref(&m)) == LogFormat::AnthropicMessages)
+}
+
+/// The messages of a log as borrowed slices of `text` (no JSON tree is built for the whole
+/// log), and its Anthropic `system` text.
+fn raw_messages(text: &str) -> Result<(Option<String>, Vec<&RawValue>), TranscriptError> {
+    let fail = |reason: &str| TranscriptError { index: 0, reason: reason.to_owned() };
+    let trimmed = text.trim();
+    if trimmed.starts_with('{') {
+        if let Ok(doc) = serde_json::from_str::<Document<'_>>(trimmed) {
+            let messages = doc
+                .messages
+                .and_then(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok())
+                .ok_or_else(|| fail("a document without a `messages` array"))?;
+            let system = doc
+                .system
+                .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                .map(|s| anthropic_text(&s))
+                .filter(|s| !s.is_empty());
+            return Ok((system, messages));
+        }
+    } else if trimmed.starts_with('[') {
+        if let Ok(messages) = serde_json::from_str::<Vec<&RawValue>>(trimmed) {
+            return Ok((None, messages));
+        }
+    } else if serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok() {
+        return Err(fail("neither a document nor a list of messages"));
+    }
+    // Not one JSON document: JSONL, one message per line.
+    let mut messages = Vec::new();
+    for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let raw = serde_json::from_str::<&RawValue>(line)
+            .map_err(|e| TranscriptError { index, reason: format!("line {} is not JSON: {e}", index + 1) })?;
+        messages.push(raw);
+    }
+    Ok((None, messages))
+}
+
 /// Reads a recorded run: a `{"messages": [...]}` document (an Anthropic `system` field is kept),
 /// a bare JSON array of messages, or JSONL with one message per line, in either format.
+///
+/// The log is read one message at a time: besides the text, memory holds the messages read so
+/// far and one message's JSON, never a tree of the whole log.
 pub fn read_log(text: &str) -> Result<(LogFormat, Vec<Message>), TranscriptError> {
-    let whole = serde_json::from_str::<Value>(text.trim());
-    let (system, raw): (Option<String>, Vec<Value>) = match whole {
-        Ok(Value::Object(mut doc)) => {
-            let system = doc.get("system").map(anthropic_text).filter(|s| !s.is_empty());
-            match doc.remove("messages") {
-                Some(Value::Array(messages)) => (system, messages),
-                _ => {
-                    return Err(TranscriptError {
-                        index: 0,
-                        reason: "a document without a `messages` array".into(),
-                    });
-                }
-            }
-        }
-        Ok(Value::Array(messages)) => (None, messages),
-        Ok(_) => {
-            return Err(TranscriptError {
-                index: 0,
-                reason: "neither a document nor a list of messages".into(),
-            });
-        }
-        Err(_) => {
-            let mut messages = Vec::new();
-            for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                let value = serde_json::from_str(line).map_err(|e| TranscriptError {
-                    index,
-                    reason: format!("line {} is not JSON: {e}", index + 1),
-                })?;
-                messages.push(value);
-            }
-            (None, messages)
-        }
+    let (system, raw) = raw_messages(text)?;
+    let format = if raw.iter().any(|m| has_anthropic_blocks(m)) {
+        LogFormat::AnthropicMessages
+    } else {
+        LogFormat::OpenAiChat
     };
-    let format = detect_format(&raw);
-    let mut messages = match format {
-        LogFormat::OpenAiChat => from_openai_messages(&raw)?,
-        LogFormat::AnthropicMessages => from_anthropic_messages(&raw)?,
-    };
-    if let Some(system) = system {
-        messages.insert(0, Message::system(system));
+    let mut messages = Vec::with_capacity(raw.len() + 1);
+    messages.extend(system.map(Message::system));
+    for (index, message) in raw.iter().enumerate() {
+        let value: Value = serde_json::from_str(message.get())
+            .map_err(|e| TranscriptError { index, reason: format!("not JSON: {e}") })?;
+        let one = std::slice::from_ref(&value);
+        let read = match format {
+            LogFormat::OpenAiChat => from_openai_messages(one),
+            LogFormat::AnthropicMessages => from_anthropic_messages(one),
+        };
+        messages.extend(read.map_err(|e| TranscriptError { index, reason: e.reason })?);
     }
     Ok((format, messages))
 }
