@@ -549,13 +549,22 @@ fn main() -> ExitCode {
     let task = std::env::args().nth(1);
     let result = match task.as_deref() {
         Some("ci") => ci(),
+        Some("bench") if std::env::args().nth(2).as_deref() == Some("audit") => {
+            audit_speed().and_then(|missed| {
+                if missed == 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{missed} audit figure(s) missed their target"))
+                }
+            })
+        }
         Some("bench") => bench(),
         Some("deny") => deny(),
         Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("docs") => docs(),
         Some("chaos") => chaos(),
         Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, docs, chaos")),
-        None => Err("usage: cargo xtask <ci|deny|bench|release|docs|chaos>".to_owned()),
+        None => Err("usage: cargo xtask <ci|deny|bench [audit]|release|docs|chaos>".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -568,7 +577,24 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::bump_for;
+    use super::{CRATES, bump_for};
+
+    #[test]
+    fn the_release_knows_every_published_crate() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates");
+        for entry in std::fs::read_dir(root).unwrap() {
+            let folder = entry.unwrap().path();
+            let Ok(manifest) = std::fs::read_to_string(folder.join("Cargo.toml")) else { continue };
+            if manifest.contains("publish = false") {
+                continue;
+            }
+            let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                CRATES.iter().any(|(_, f)| *f == format!("crates/{name}")),
+                "crates/{name} is published but missing from CRATES"
+            );
+        }
+    }
 
     #[test]
     fn the_bump_rule_reads_commit_subjects() {
