@@ -4,6 +4,7 @@ mod cycle;
 mod novelty;
 mod same_observation;
 mod thrash;
+mod words;
 
 pub use cycle::CycleDetector;
 pub use novelty::NoveltyStreak;

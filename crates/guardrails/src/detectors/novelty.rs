@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use looprail_loop_core::guard::GuardStateError;
 
+use super::words::Words;
 use crate::detection::{Detection, Detector, Observed};
 use crate::ladder::Level;
 
@@ -86,13 +87,14 @@ pub struct NoveltyStreak {
 
 #[derive(Serialize, Deserialize)]
 struct Saved {
-    /// Remembered pairs, oldest first, each with the last call index it was seen at.
-    pairs: Vec<(u64, u64, u64)>,
+    /// Remembered pairs, oldest first, each with the last call index it was seen at: three
+    /// words each.
+    pairs: Words,
     streak_len: u32,
     streak: Vec<Stale>,
-    /// (call signature, its last observation), sorted.
+    /// (call signature, its last observation), sorted: two words each.
     #[serde(default)]
-    last_observations: Vec<(u64, u64)>,
+    last_observations: Words,
 }
 
 impl NoveltyStreak {
@@ -229,16 +231,16 @@ impl Detector for NoveltyStreak {
         let pairs = self
             .order
             .iter()
-            .map(|pair| (pair.0, pair.1, self.seen.get(pair).copied().unwrap_or_default()))
+            .flat_map(|pair| [pair.0, pair.1, self.seen.get(pair).copied().unwrap_or_default()])
             .collect();
         let mut last_observations: Vec<(u64, u64)> =
             self.last_observation.iter().map(|(c, o)| (*c, *o)).collect();
         last_observations.sort_unstable();
         let saved = Saved {
-            pairs,
+            pairs: Words(pairs),
             streak_len: self.streak_len,
             streak: self.streak.iter().copied().collect(),
-            last_observations,
+            last_observations: Words(last_observations.into_iter().flat_map(|(c, o)| [c, o]).collect()),
         };
         serde_json::to_value(saved).unwrap_or_default()
     }
@@ -246,11 +248,15 @@ impl Detector for NoveltyStreak {
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
         let saved: Saved =
             serde_json::from_value(state).map_err(|e| GuardStateError::from_serde("novelty", e))?;
-        self.reset();
-        for (call, observation, index) in saved.pairs {
-            self.remember((call, observation), index);
+        let (pairs, observations) = (saved.pairs.0, saved.last_observations.0);
+        if !pairs.len().is_multiple_of(3) || !observations.len().is_multiple_of(2) {
+            return Err(GuardStateError::from_serde("novelty", "remembered pairs are not whole"));
         }
-        self.last_observation = saved.last_observations.into_iter().collect();
+        self.reset();
+        for triple in pairs.chunks_exact(3) {
+            self.remember((triple[0], triple[1]), triple[2]);
+        }
+        self.last_observation = observations.chunks_exact(2).map(|p| (p[0], p[1])).collect();
         self.streak_len = saved.streak_len;
         self.streak = saved.streak.into_iter().rev().take(STREAK_KEPT).rev().collect();
         Ok(())

@@ -150,6 +150,14 @@ pub async fn journals_are_kept_per_conversation(backend: Backend) {
         [("k/1".to_owned(), serde_json::json!("one")), ("k/2".to_owned(), serde_json::json!({ "a": 2 }))]
     );
     assert!(other.load_journals(&[]).await.unwrap().is_empty());
+    // A batch larger than one statement holds (SQLite splits it, inside one transaction).
+    let many: Vec<(String, serde_json::Value)> =
+        (0..700).map(|i| (format!("batch/{i:03}"), serde_json::json!({ "i": i }))).collect();
+    store.save_journals(&many).await.unwrap();
+    let keys: Vec<String> = many.iter().map(|(k, _)| k.clone()).collect();
+    let mut found = other.load_journals(&keys).await.unwrap();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(found, many);
 }
 
 pub async fn the_reconciler_times_out_stale_runs_and_cancels_expired_waits(backend: Backend) {

@@ -70,20 +70,41 @@ impl SqliteStore {
         &self,
         entries: &[(String, serde_json::Value)],
     ) -> Result<(), JournalError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(self.db())?;
+        // One statement is atomic by itself and costs one round trip to the connection's
+        // thread, where a transaction costs four; batches past SQLite's bound-value limit go in
+        // chunks inside one transaction.
+        const CHUNK: usize = 300;
+        if entries.is_empty() {
+            return Ok(());
+        }
         let now = now_ms();
-        for (key, body) in entries {
-            sqlx::query(
-                "INSERT INTO journals (conversation, body, updated_at) VALUES (?, ?, ?)
-                 ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
-            )
-            .bind(key)
-            .bind(body.to_string())
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(self.db())?;
+        if entries.len() <= CHUNK {
+            return self.upsert_journals(&self.pool, entries, now).await;
+        }
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(self.db())?;
+        for chunk in entries.chunks(CHUNK) {
+            self.upsert_journals(&mut *tx, chunk, now).await?;
         }
         tx.commit().await.map_err(self.db())
+    }
+
+    async fn upsert_journals<'c>(
+        &self,
+        executor: impl sqlx::SqliteExecutor<'c>,
+        entries: &[(String, serde_json::Value)],
+        now: i64,
+    ) -> Result<(), JournalError> {
+        // Only placeholders are spliced in; the values are bound.
+        let rows = vec!["(?, ?, ?)"; entries.len()].join(", ");
+        let sql = format!(
+            "INSERT INTO journals (conversation, body, updated_at) VALUES {rows}
+             ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (key, body) in entries {
+            query = query.bind(key).bind(body.to_string()).bind(now);
+        }
+        query.execute(executor).await.map_err(self.db())?;
+        Ok(())
     }
 }
