@@ -4,41 +4,95 @@
 use std::path::PathBuf;
 
 use looprail::journal::StoreLocation;
+use looprail_gateway::compaction::CompactionSettings;
 use looprail_gateway::{Gateway, GatewayConfig};
 
-/// Arguments of `looprail gateway`.
+/// Arguments of `looprail gateway`. Each flag, when given, wins over the config file's
+/// `[gateway]` key of the same name.
 #[derive(clap::Args)]
 pub struct GatewayArgs {
-    /// Where to listen (loopback by default; another address exposes the gateway).
-    #[arg(long, default_value = "127.0.0.1:8787")]
-    pub listen: String,
-    /// A looprail config file (JSON or TOML): its `[loop]` and `[guardrails]` sections apply
-    /// to every conversation.
+    /// Where to listen [default: 127.0.0.1:8787, loopback; another address exposes the gateway].
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// A looprail config file (JSON or TOML): its `[gateway]` section configures the gateway,
+    /// its `[loop]` and `[guardrails]` sections apply to every conversation.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Where conversations' guard state is kept: a SQLite file or a `postgres://` URL (share
     /// one between replicas).
     #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
     pub store: String,
-    /// The OpenAI-compatible upstream (base URL, without /v1).
-    #[arg(long, default_value = "https://api.openai.com")]
-    pub openai_upstream: String,
-    /// The Anthropic upstream (base URL, without /v1).
-    #[arg(long, default_value = "https://api.anthropic.com")]
-    pub anthropic_upstream: String,
+    /// The OpenAI-compatible upstream (base URL, without /v1) [default: https://api.openai.com].
+    #[arg(long)]
+    pub openai_upstream: Option<String>,
+    /// The Anthropic upstream (base URL, without /v1) [default: https://api.anthropic.com].
+    #[arg(long)]
+    pub anthropic_upstream: Option<String>,
     /// A token clients must send (`Authorization: Bearer` or `x-api-key`); upstream keys then
     /// come from OPENAI_API_KEY / ANTHROPIC_API_KEY only.
     #[arg(long, env = "LOOPRAIL_GATEWAY_KEY")]
     pub require_key: Option<String>,
-    /// Retries of a failed upstream call (429, 5xx, 529, unreachable).
-    #[arg(long, default_value_t = 3)]
-    pub retries: u32,
-    /// Where each conversation is recorded for `looprail audit` (one JSONL file each).
-    #[arg(long, default_value = "looprail-gateway-logs")]
-    pub record_dir: PathBuf,
+    /// Retries of a failed upstream call (429, 5xx, 529, unreachable) [default: 3].
+    #[arg(long)]
+    pub retries: Option<u32>,
+    /// A model tried when the client's model keeps failing, `openai:MODEL` or
+    /// `anthropic:MODEL`; repeat for a chain (replaces the config file's list for that API).
+    #[arg(long = "fallback", value_name = "API:MODEL")]
+    pub fallbacks: Vec<String>,
+    /// Where each conversation is recorded for `looprail audit` (one JSONL file each)
+    /// [default: looprail-gateway-logs].
+    #[arg(long)]
+    pub record_dir: Option<PathBuf>,
     /// Record nothing.
     #[arg(long)]
     pub no_record: bool,
+    /// Replace the older messages of requests past the config's `compaction.threshold` of
+    /// `compaction.context_window` with a summary upstream (also `[gateway] compaction = true`).
+    #[arg(long)]
+    pub compaction: bool,
+}
+
+/// The gateway's settings: the config file's `[gateway]` section with the flags over it.
+fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<GatewayConfig, String> {
+    let file = config.gateway;
+    let mut settings = GatewayConfig::new(config.loop_, config.guardrails);
+    settings.compaction = (args.compaction || file.compaction).then(|| CompactionSettings {
+        context_window: config.compaction.context_window,
+        threshold: config.compaction.threshold,
+        summary_max_tokens: config.compaction.summary_max_tokens,
+        summary_model: config.provider.summary_model.clone(),
+        ..CompactionSettings::default()
+    });
+    settings.upstream.openai = args.openai_upstream.clone().unwrap_or(file.openai_upstream);
+    settings.upstream.anthropic = args.anthropic_upstream.clone().unwrap_or(file.anthropic_upstream);
+    for url in [&settings.upstream.openai, &settings.upstream.anthropic] {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!("upstream {url:?} is not an http:// or https:// URL"));
+        }
+    }
+    settings.upstream.retries = args.retries.unwrap_or(file.retries);
+    settings.upstream.openai_fallbacks = file.openai_fallback_models;
+    settings.upstream.anthropic_fallbacks = file.anthropic_fallback_models;
+    let (mut openai, mut anthropic) = (Vec::new(), Vec::new());
+    for fallback in &args.fallbacks {
+        match fallback.split_once(':') {
+            Some(("openai", model)) if !model.trim().is_empty() => openai.push(model.trim().to_owned()),
+            Some(("anthropic", model)) if !model.trim().is_empty() => anthropic.push(model.trim().to_owned()),
+            _ => return Err(format!("--fallback {fallback:?}: expected openai:MODEL or anthropic:MODEL")),
+        }
+    }
+    if !openai.is_empty() {
+        settings.upstream.openai_fallbacks = openai;
+    }
+    if !anthropic.is_empty() {
+        settings.upstream.anthropic_fallbacks = anthropic;
+    }
+    settings.pass_client_key = file.pass_client_key;
+    settings.require_key = args.require_key.clone().filter(|k| !k.is_empty());
+    settings.body_limit = usize::try_from(file.body_limit_mib).unwrap_or(32).saturating_mul(1024 * 1024);
+    let record_dir = args.record_dir.clone().unwrap_or_else(|| PathBuf::from(file.record_dir));
+    settings.record_dir = (file.record && !args.no_record).then_some(record_dir);
+    Ok(settings)
 }
 
 /// `looprail gateway`.
@@ -48,21 +102,17 @@ pub fn gateway(args: GatewayArgs, config: looprail::LooprailConfig) -> Result<u8
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let listen = args.listen.clone().unwrap_or_else(|| config.gateway.listen.clone());
+    let settings = settings(&args, config)?;
     runtime.block_on(async {
         let location = StoreLocation::parse(&args.store).map_err(|e| e.to_string())?;
         let store = looprail::journal::open(&location, false, None)
             .await
             .map_err(|e| format!("{}: {e}", location.display()))?;
-        let mut settings = GatewayConfig::new(config.loop_, config.guardrails);
-        settings.upstream.openai = args.openai_upstream;
-        settings.upstream.anthropic = args.anthropic_upstream;
-        settings.upstream.retries = args.retries;
-        settings.require_key = args.require_key;
-        settings.record_dir = (!args.no_record).then_some(args.record_dir);
         let gateway = Gateway::new(settings, store).map_err(|e| e.to_string())?;
-        let listener = tokio::net::TcpListener::bind(&args.listen)
+        let listener = tokio::net::TcpListener::bind(&listen)
             .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("[gateway] listening on http://{address} (store {})", location.display());
         looprail_gateway::serve(listener, gateway, shutdown()).await.map_err(|e| e.to_string())?;

@@ -7,7 +7,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 
 use common::temp_dir;
 use looprail_providers::fake::{FakeServer, Reply};
@@ -30,6 +30,17 @@ fn post(address: &str, path: &str, body: &Value) -> (u16, Value) {
     (status, serde_json::from_str(payload).unwrap_or(Value::Null))
 }
 
+/// Starts `looprail gateway` (with an upstream key) and reads the address it listens on. The
+/// stderr reader is returned to be kept open until the gateway ends: it reports its stop there.
+fn spawn_gateway(command: &mut Command) -> (Child, BufReader<ChildStderr>, String) {
+    let mut gateway = command.env("OPENAI_API_KEY", "sk-test").stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(gateway.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line.split("http://").nth(1).unwrap().split_whitespace().next().unwrap().to_owned();
+    (gateway, stderr, address)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_client_gets_a_final_answer_and_the_audit_reads_its_recording() {
     let dir = temp_dir("gateway");
@@ -43,19 +54,13 @@ async fn a_looping_client_gets_a_final_answer_and_the_audit_reads_its_recording(
     })
     .await;
     let logs = dir.join("logs");
-    let mut gateway = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(["gateway", "--listen", "127.0.0.1:0", "--openai-upstream", &upstream.url, "--record-dir"])
-        .arg(&logs)
-        .arg("--store")
-        .arg(dir.join("gateway.db"))
-        .env("OPENAI_API_KEY", "sk-test")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(gateway.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let address = line.split("http://").nth(1).unwrap().split_whitespace().next().unwrap().to_owned();
+    let (mut gateway, _stderr, address) = spawn_gateway(
+        Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(["gateway", "--listen", "127.0.0.1:0", "--openai-upstream", &upstream.url, "--record-dir"])
+            .arg(&logs)
+            .arg("--store")
+            .arg(dir.join("gateway.db")),
+    );
 
     let tools =
         json!([{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]);
@@ -100,5 +105,61 @@ async fn a_looping_client_gets_a_final_answer_and_the_audit_reads_its_recording(
     let run = &report["runs"][0];
     assert_eq!(run["tool_calls"].as_u64(), Some((messages.len() as u64 - 3) / 2), "every call recorded once");
     assert!(!run["events"].as_array().unwrap().is_empty(), "the audit finds the loop: {run}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_config_files_gateway_section_sets_upstream_fallbacks_and_recording() {
+    let dir = temp_dir("gateway-config");
+    let upstream = FakeServer::responding(|body| match body["model"].as_str() {
+        Some("small") => Reply::json(200, &json!({"id": "c", "object": "chat.completion", "created": 1, "model": "small",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}).to_string()),
+        _ => Reply::json(503, r#"{"error": {"message": "overloaded", "type": "server_error", "code": null}}"#),
+    })
+    .await;
+    let config = dir.join("looprail.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nlisten = \"127.0.0.1:0\"\nopenai_upstream = \"{}\"\nretries = 0\nopenai_fallback_models = [\"small\"]\nrecord = false\nrecord_dir = \"{}\"\n",
+            upstream.url,
+            dir.join("logs").display()
+        ),
+    )
+    .unwrap();
+    let (mut gateway, _stderr, address) = spawn_gateway(
+        Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(["gateway", "--config"])
+            .arg(&config)
+            .arg("--store")
+            .arg(dir.join("gateway.db")),
+    );
+    let request = json!({"model": "m", "messages": [{"role": "user", "content": "hello"}]});
+    let (status, body) =
+        tokio::task::spawn_blocking(move || post(&address, "/v1/chat/completions", &request)).await.unwrap();
+    let _ = Command::new("kill").args(["-TERM", &gateway.id().to_string()]).status();
+    assert!(gateway.wait().unwrap().success());
+    assert_eq!((status, body["model"].as_str()), (200, Some("small")), "{body}");
+    let models: Vec<Value> = upstream.requests().iter().map(|r| r.body["model"].clone()).collect();
+    assert_eq!(models, [json!("m"), json!("small")], "no retry, then the fallback");
+    assert!(!dir.join("logs").exists(), "record = false records nothing");
+
+    // A bad key or flag stops the gateway before it listens, with one line naming it.
+    std::fs::write(&config, "[gateway]\nlisten = \"nowhere\"\n").unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["gateway", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("gateway.listen") && stderr.lines().count() == 1, "{stderr}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["gateway", "--fallback", "gpt-4o-mini", "--store"])
+        .arg(dir.join("gateway.db"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(bad.status.code() == Some(1) && stderr.contains("openai:MODEL"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -31,7 +31,8 @@ pub struct ConversationState {
     pub counters: Counters,
     /// Each guard's saved state, by name.
     pub guards: BTreeMap<String, serde_json::Value>,
-    /// How many messages of the client's history were already observed.
+    /// How many messages of the client's history were already observed (the server counts
+    /// wire messages).
     pub seen: usize,
     /// When the conversation started (ms since the epoch), for time limits.
     pub started_ms: i64,
@@ -39,9 +40,26 @@ pub struct ConversationState {
     pub concluded: u32,
     /// Instructions the ladder added.
     pub interventions: u32,
-    /// How many messages of the client's history (replies included) were recorded.
+    /// How many messages of the client's history (replies included) were recorded, counted
+    /// as `seen` is.
     #[serde(default)]
     pub recorded: usize,
+    /// The summary that replaces the conversation's older messages upstream, when compaction
+    /// is on and was needed.
+    #[serde(default)]
+    pub summary: Option<crate::compaction::Summary>,
+}
+
+impl ConversationState {
+    /// Where the new part of a history of `len` messages starts: after the messages already
+    /// seen, or, when the history is shorter than that (the client rewrote it: an edit, a
+    /// compaction), at its start, with the conversation started over under the same id.
+    pub fn resume_at(&mut self, len: usize) -> usize {
+        if self.seen > len {
+            *self = ConversationState { id: std::mem::take(&mut self.id), ..ConversationState::default() };
+        }
+        self.seen
+    }
 }
 
 /// What to do with a request.
@@ -134,9 +152,9 @@ impl Gate {
         }
     }
 
-    /// Observes the client's history `messages` (its new part since the last request) and
-    /// decides what to do with this request. `tools` are the tools the request declares; `now`
-    /// is ms since the epoch.
+    /// Observes the client's whole history `messages` (of which the state has seen the first
+    /// `state.seen`; a shorter history starts the conversation over) and decides what to do with
+    /// this request. `tools` are the tools the request declares; `now` is ms since the epoch.
     pub fn observe(
         &self,
         state: &mut ConversationState,
@@ -144,10 +162,21 @@ impl Gate {
         tools: &[String],
         now: i64,
     ) -> Verdict {
-        if state.seen > messages.len() {
-            // The client rewrote its history (an edit, a compaction): start over.
-            *state = ConversationState { id: state.id.clone(), ..ConversationState::default() };
-        }
+        let from = state.resume_at(messages.len());
+        self.observe_new(state, &messages[from..], messages.len(), tools, now)
+    }
+
+    /// Observes only what is new: `new` follows the `state.seen` messages already observed, and
+    /// the history now counts `len` (in whatever unit the caller counts, the server counting
+    /// wire messages). See [`Gate::observe`].
+    pub fn observe_new(
+        &self,
+        state: &mut ConversationState,
+        new: &[Message],
+        len: usize,
+        tools: &[String],
+        now: i64,
+    ) -> Verdict {
         if state.started_ms == 0 {
             state.started_ms = now;
         }
@@ -156,8 +185,7 @@ impl Gate {
         let elapsed = Duration::from_millis(u64::try_from(now - state.started_ms).unwrap_or(0));
         // The first user message sets `user_turns` to 1: a later one starts a new turn.
         let mut seen_user = state.counters.user_turns > 0;
-        for i in state.seen..messages.len() {
-            let message = &messages[i];
+        for (i, message) in new.iter().enumerate() {
             match message.role {
                 Role::User if !tagged(message) => {
                     if seen_user {
@@ -188,9 +216,10 @@ impl Gate {
                         model: String::new(),
                         id: None,
                     };
+                    // The guards see what is new (none of them reads earlier messages).
                     let view = TurnView {
                         counters: &state.counters,
-                        messages: &messages[..=i],
+                        messages: &new[..=i],
                         config: &self.config,
                         elapsed,
                     };
@@ -200,12 +229,12 @@ impl Gate {
                     for guard in &mut stack {
                         self.take(guard.before_tools(&view, &calls), tools, &mut outcome);
                     }
-                    let answered = messages[i + 1..].iter().take_while(|m| m.role == Role::Tool).count();
+                    let answered = new[i + 1..].iter().take_while(|m| m.role == Role::Tool).count();
                     if answered == 0 {
                         continue; // its results are not in yet
                     }
-                    let results = results_for(messages, i + 1, &calls);
-                    let view = TurnView { messages: &messages[..=i + answered], ..view };
+                    let results = results_for(new, i + 1, &calls);
+                    let view = TurnView { messages: &new[..=i + answered], ..view };
                     for guard in &mut stack {
                         self.take(guard.after_tools(&view, &calls, &results), tools, &mut outcome);
                     }
@@ -214,7 +243,7 @@ impl Gate {
             }
         }
         // Before the model call this request asks for: budgets, time limits, the iteration cap.
-        let view = TurnView { counters: &state.counters, messages, config: &self.config, elapsed };
+        let view = TurnView { counters: &state.counters, messages: new, config: &self.config, elapsed };
         for guard in &mut stack {
             self.take(guard.before_turn(&view), tools, &mut outcome);
         }
@@ -222,7 +251,7 @@ impl Gate {
             outcome.conclude.get_or_insert_with(|| "the iteration cap was reached".to_owned());
         }
         state.guards = stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect();
-        state.seen = messages.len();
+        state.seen = len;
         match outcome.conclude {
             Some(reason) => {
                 state.concluded += 1;

@@ -1,8 +1,21 @@
 //! Which conversation a request belongs to. The APIs are stateless (each request carries the
 //! whole history), so a conversation is named by the client (`x-looprail-run`) or recognised:
-//! its request extends the history the gateway last answered. Histories are fingerprinted as
-//! a hash chain over the normalised messages (after the API and the declared tools), so the
-//! fingerprint of every prefix costs one pass.
+//! the request extends the history the gateway last answered.
+//!
+//! Recognising it must not cost a pass over the whole history, so a history is fingerprinted
+//! by its anchors, not by every message: the API, the declared tools, the system prompt and the
+//! first message (the *head*), the history's length, and its last two messages. After each
+//! answer the gateway stores the fingerprint of the history the client now holds (the request
+//! and the reply); the next request's history has that history as a prefix, so the
+//! fingerprint of one of its last few prefixes matches. Messages are normalised first (role,
+//! text, tool calls and results), so a client that echoes a reply with extra fields, moves a
+//! `cache_control` mark, or re-serialises tool input still matches.
+//!
+//! What this gives up against hashing every message: two conversations are taken for one only
+//! when they share their head and, at the same length, their last two messages (with tool
+//! calls, the same provider-made call ids), which separate conversations do not do in practice;
+//! and a history edited in the middle but with the same length and ending is still recognised
+//! (which is what a client that trims old tool results wants).
 
 use looprail_loop_core::message::Message;
 
@@ -12,6 +25,9 @@ pub const RUN_HEADER: &str = "x-looprail-run";
 /// How many trailing prefixes are looked up (a request adds a few messages, not dozens).
 pub const LOOKBACK: usize = 16;
 
+const FIELD: u8 = 0x1f;
+const RECORD: u8 = 0x1e;
+
 fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     for b in bytes {
         h ^= u64::from(*b);
@@ -20,39 +36,57 @@ fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-/// `prefixes[k]` is the fingerprint of the first `k` messages (so `prefixes[0]` names the API
-/// and the tools alone).
-pub fn prefixes(api: &str, tools: &serde_json::Value, messages: &[Message]) -> Vec<u64> {
-    let mut h = fnv(0xcbf2_9ce4_8422_2325, api.as_bytes());
-    h = fnv(h, tools.to_string().as_bytes());
-    let mut out = Vec::with_capacity(messages.len() + 1);
-    out.push(h);
-    for message in messages {
-        h = extend(h, message);
-        out.push(h);
-    }
-    out
+fn field(h: u64, bytes: &[u8]) -> u64 {
+    fnv(fnv(h, &[FIELD]), bytes)
 }
 
-/// The fingerprint of a history whose prefix has fingerprint `h`, extended by `message`: what
-/// identifies a message across echoes is its role, text, and tool calls or results (a client
-/// may echo an assistant message with extra fields, or `""` for no content).
-pub fn extend(h: u64, message: &Message) -> u64 {
-    const FIELD: &[u8] = &[0x1f];
-    let mut h = fnv(h, &[0x1e]);
-    h = fnv(h, format!("{:?}", message.role).as_bytes());
-    h = fnv(fnv(h, FIELD), message.joined_text().unwrap_or_default().as_bytes());
-    for call in message.tool_calls() {
-        for part in [&call.id, &call.name, &call.arguments] {
-            h = fnv(fnv(h, FIELD), part.as_bytes());
+/// The normalised fingerprint of one wire message (the looprail messages it reads as): role,
+/// text without whitespace, tool calls (arguments read as JSON) and results.
+pub fn message_hash(messages: &[Message]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325;
+    for message in messages {
+        h = fnv(h, &[RECORD]);
+        h = field(h, format!("{:?}", message.role).as_bytes());
+        // Text without its whitespace: a streamed reply's text blocks arrive joined with
+        // nothing, the client's echo of them is joined with line breaks.
+        let text: String =
+            message.joined_text().unwrap_or_default().chars().filter(|c| !c.is_whitespace()).collect();
+        h = field(h, text.as_bytes());
+        for call in message.tool_calls() {
+            // Arguments as JSON, not as spelled: Anthropic streams `{"q": "x"}` and the client
+            // echoes the input it parsed as `{"q":"x"}`.
+            let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .map_or_else(|_| call.arguments.clone(), |v| v.to_string());
+            for part in [&call.id, &call.name, &arguments] {
+                h = field(h, part.as_bytes());
+            }
         }
-    }
-    for result in message.tool_results() {
-        for part in [&result.call_id, &result.content] {
-            h = fnv(fnv(h, FIELD), part.as_bytes());
+        for result in message.tool_results() {
+            for part in [&result.call_id, &result.content] {
+                h = field(h, part.as_bytes());
+            }
         }
     }
     h
+}
+
+/// The head of a conversation: the API, the declared tools, the system prompt given apart
+/// from the messages, and the first message's fingerprint (`None` when there is none).
+pub fn head(api: &str, tools: &[String], system: &str, first: Option<u64>) -> u64 {
+    let mut h = field(0xcbf2_9ce4_8422_2325, api.as_bytes());
+    for tool in tools {
+        h = field(h, tool.as_bytes());
+    }
+    h = field(fnv(h, &[RECORD]), system.as_bytes());
+    field(h, &first.unwrap_or_default().to_le_bytes())
+}
+
+/// The fingerprint of a history of `len` messages under `head` whose last two messages have
+/// fingerprints `before` (`None` when `len` is 1) and `last`.
+pub fn anchor(head: u64, len: usize, before: Option<u64>, last: u64) -> u64 {
+    let mut h = field(head, &(len as u64).to_le_bytes());
+    h = field(h, &before.unwrap_or_default().to_le_bytes());
+    field(h, &last.to_le_bytes())
 }
 
 /// The key under which a fingerprint is stored.
@@ -65,9 +99,9 @@ pub fn state_key(id: &str) -> String {
     format!("gateway/conversation/{id}")
 }
 
-/// A new conversation id from its first fingerprint and the time.
-pub fn new_id(fingerprint: u64, now_ns: u128) -> String {
-    format!("gw-{:016x}", fnv(fingerprint, &now_ns.to_le_bytes()))
+/// A new conversation id from its head and the time.
+pub fn new_id(head: u64, now_ns: u128) -> String {
+    format!("gw-{:016x}", fnv(head, &now_ns.to_le_bytes()))
 }
 
 #[cfg(test)]
@@ -76,16 +110,51 @@ mod tests {
     use looprail_loop_core::message::ToolCall;
 
     #[test]
-    fn a_history_and_its_extension_share_their_prefix_fingerprints() {
-        let first = vec![Message::system("s"), Message::user("hi")];
-        let mut longer = first.clone();
-        longer.push(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "read", "{}")]));
-        let tools = serde_json::json!([{ "name": "read" }]);
-        let a = prefixes("openai", &tools, &first);
-        let b = prefixes("openai", &tools, &longer);
-        assert_eq!(a[..], b[..3]);
-        assert_ne!(b[2], b[3]);
-        assert_ne!(prefixes("anthropic", &tools, &first)[2], a[2], "the API is part of it");
-        assert_ne!(prefixes("openai", &serde_json::json!([]), &first)[2], a[2], "so are the tools");
+    fn anchors_tell_histories_apart_by_head_length_and_ending() {
+        let call = |id: &str| Message::assistant_with_calls(None, vec![ToolCall::new(id, "read", "{}")]);
+        let head_a = head("openai", &["read".into()], "", Some(message_hash(&[Message::user("hi")])));
+        assert_ne!(
+            head("anthropic", &["read".into()], "", Some(1)),
+            head("openai", &["read".into()], "", Some(1))
+        );
+        assert_ne!(
+            head("openai", &[], "", Some(1)),
+            head("openai", &["read".into()], "", Some(1)),
+            "the tools count"
+        );
+        assert_ne!(
+            head("openai", &[], "be brief", Some(1)),
+            head("openai", &[], "", Some(1)),
+            "the system prompt too"
+        );
+        let last = message_hash(&[call("c1")]);
+        let a = anchor(head_a, 2, Some(message_hash(&[Message::user("hi")])), last);
+        assert_eq!(a, anchor(head_a, 2, Some(message_hash(&[Message::user("hi")])), last));
+        assert_ne!(a, anchor(head_a, 3, Some(message_hash(&[Message::user("hi")])), last), "the length");
+        assert_ne!(
+            a,
+            anchor(head_a, 2, Some(message_hash(&[Message::user("hey")])), last),
+            "the message before"
+        );
+        assert_ne!(
+            a,
+            anchor(head_a, 2, Some(message_hash(&[Message::user("hi")])), message_hash(&[call("c2")]))
+        );
+        // A message reads the same however the client spelled it: only its normalised parts count.
+        let spelled = |args: &str| {
+            message_hash(&[Message::assistant_with_calls(None, vec![ToolCall::new("t1", "read", args)])])
+        };
+        assert_eq!(spelled(r#"{"path": "a.rs", "line": 3}"#), spelled(r#"{"line":3,"path":"a.rs"}"#));
+        assert_ne!(spelled(r#"{"path": "a.rs"}"#), spelled(r#"{"path": "b.rs"}"#));
+        assert_eq!(spelled("not json"), spelled("not json"));
+        assert_eq!(
+            message_hash(&[Message::assistant("Let me look.I found it.")]),
+            message_hash(&[Message::assistant("Let me look.\nI found it.")])
+        );
+        assert_ne!(
+            message_hash(&[Message::assistant("Let me look.")]),
+            message_hash(&[Message::assistant("I found it.")])
+        );
+        assert_ne!(message_hash(&[Message::assistant("ok")]), message_hash(&[Message::user("ok")]));
     }
 }

@@ -38,10 +38,12 @@
 //! assert!(matches!(verdicts.last(), Some(Verdict::Conclude { .. })), "then a final answer");
 //! ```
 
+pub mod compaction;
 pub mod conversation;
 pub mod identity;
 pub mod record;
 pub mod relay;
+pub mod request;
 mod server;
 pub mod upstream;
 pub mod wire;
@@ -67,6 +69,9 @@ pub struct GatewayConfig {
     /// A token clients must present (`Authorization: Bearer` or `x-api-key`); the client's
     /// key is then never passed upstream.
     pub require_key: Option<String>,
+    /// Whether a client's own provider key is passed upstream when the gateway has none of its
+    /// own for that API (never when `require_key` is set).
+    pub pass_client_key: bool,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
     /// Limits, budgets, ask-human tool.
@@ -76,6 +81,9 @@ pub struct GatewayConfig {
     /// Where each conversation is recorded for `looprail audit` (one JSONL file each);
     /// `None` records nothing.
     pub record_dir: Option<std::path::PathBuf>,
+    /// Compaction of requests that pass a share of the model's window; `None` (the default)
+    /// sends every request whole.
+    pub compaction: Option<compaction::CompactionSettings>,
 }
 
 impl GatewayConfig {
@@ -92,12 +100,16 @@ impl GatewayConfig {
                 retries: 3,
                 max_retry_after: Duration::from_secs(60),
                 backoff: Duration::from_millis(500),
+                openai_fallbacks: Vec::new(),
+                anthropic_fallbacks: Vec::new(),
             },
             require_key: None,
+            pass_client_key: true,
             body_limit: 32 * 1024 * 1024,
             loop_config,
             guardrails,
             record_dir: None,
+            compaction: None,
         }
     }
 }
@@ -118,9 +130,11 @@ pub struct Gateway {
     gate: Gate,
     upstream: Upstream,
     require_key: Option<String>,
+    pass_client_key: bool,
     body_limit: usize,
     store: SharedStore,
     record_dir: Option<std::path::PathBuf>,
+    compaction: Option<compaction::CompactionSettings>,
     http: reqwest::Client,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<HashMap<u64, String>>,
@@ -145,9 +159,11 @@ impl Gateway {
             gate: Gate::new(config.loop_config, config.guardrails),
             upstream: config.upstream,
             require_key: config.require_key,
+            pass_client_key: config.pass_client_key,
             body_limit: config.body_limit,
             store,
             record_dir: config.record_dir,
+            compaction: config.compaction,
             http,
             recent: Mutex::new(HashMap::new()),
         }))

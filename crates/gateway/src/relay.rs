@@ -6,7 +6,6 @@
 use looprail_loop_core::message::Message;
 use looprail_loop_core::provider::ModelResponse;
 use looprail_providers::sse::{SseParser, Step};
-use serde_json::Value;
 
 use crate::wire::Api;
 
@@ -88,11 +87,6 @@ pub fn message_of(response: &ModelResponse) -> Message {
 /// The usage of an assembled reply as `(input, output)`.
 pub fn usage_of(response: &ModelResponse) -> (u64, u64) {
     response.usage.map_or((0, 0), |u| (u.input_tokens, u.output_tokens))
-}
-
-/// The model a request names.
-pub fn model_of(body: &Value) -> String {
-    body["model"].as_str().unwrap_or_default().to_owned()
 }
 
 #[cfg(test)]

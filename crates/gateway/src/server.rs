@@ -15,8 +15,11 @@ use looprail_loop_core::message::Message;
 use serde_json::Value;
 
 use crate::Gateway;
+use crate::compaction::{self, Plan, Summary};
 use crate::conversation::{ConversationState, Verdict, final_instruction};
 use crate::identity::{self, LOOKBACK, RUN_HEADER};
+use crate::request::Request;
+use crate::upstream::Call;
 use crate::wire::Api;
 
 /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models`,
@@ -65,7 +68,7 @@ async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-        .filter(|_| gateway.require_key.is_none());
+        .filter(|_| gateway.pass_client_key && gateway.require_key.is_none());
     if let Some(auth) = key.or(pass) {
         request = request.header("authorization", auth);
     }
@@ -95,17 +98,16 @@ impl Gateway {
     }
 
     /// The conversation a request continues (or a new one): the header's, else the one whose
-    /// answered history the request extends, looked up in this replica's memory first and then
-    /// in the store, every candidate in one query.
-    async fn identify(&self, api: Api, headers: &HeaderMap, fingerprints: &[u64]) -> ConversationState {
+    /// answered history the request extends (`candidates`, the fingerprints of its last few
+    /// prefixes, longest first), looked up in this replica's memory first and then in the
+    /// store, every candidate in one query.
+    async fn identify(&self, headers: &HeaderMap, head: u64, candidates: &[u64]) -> ConversationState {
         // A client-chosen id is a store key: short and printable, or ignored.
         let named = headers
             .get(RUN_HEADER)
             .and_then(|v| v.to_str().ok())
             .filter(|id| !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_graphic()))
             .map(str::to_owned);
-        let last = fingerprints.len().saturating_sub(1);
-        let candidates = &fingerprints[last.saturating_sub(LOOKBACK)..];
         let id = match named {
             Some(id) => Some(id),
             None => {
@@ -113,15 +115,15 @@ impl Gateway {
                     .recent
                     .lock()
                     .ok()
-                    .and_then(|recent| candidates.iter().rev().find_map(|f| recent.get(f).cloned()));
+                    .and_then(|recent| candidates.iter().find_map(|f| recent.get(f).cloned()));
                 match remembered {
                     Some(id) => Some(id),
+                    None if candidates.is_empty() => None,
                     None => {
                         let keys: Vec<String> = candidates.iter().map(|f| identity::prefix_key(*f)).collect();
                         let found = self.store.load_journals(&keys).await.unwrap_or_default();
                         // The longest answered history the request extends.
                         keys.iter()
-                            .rev()
                             .find_map(|k| found.iter().find(|(key, _)| key == k))
                             .and_then(|(_, v)| v["id"].as_str().map(str::to_owned))
                     }
@@ -132,13 +134,90 @@ impl Gateway {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            let id = identity::new_id(fingerprints[0] ^ u64::from(api == Api::Anthropic), now);
-            return ConversationState { id, ..ConversationState::default() };
+            return ConversationState { id: identity::new_id(head, now), ..ConversationState::default() };
         };
         match self.load(&identity::state_key(&id)).await.and_then(|v| serde_json::from_value(v).ok()) {
             Some(state) => state,
             None => ConversationState { id, ..ConversationState::default() },
         }
+    }
+
+    /// Identifies the request's conversation and reads what is new in it: the head and the
+    /// last few messages for identity, then the messages the guards have not seen (tool results
+    /// flagged by the error patterns).
+    async fn prepare(
+        &self,
+        api: Api,
+        headers: &HeaderMap,
+        request: &mut Request<'_>,
+    ) -> Result<Done, String> {
+        let len = request.len();
+        let tools = request.tool_names();
+        let first = if request.is_empty() { None } else { Some(identity::message_hash(request.message(0)?)) };
+        let system = request.system_text();
+        let head = identity::head(api.name(), &tools, &system, first);
+        // Fingerprints of the last prefixes (longest first), each from its last two messages.
+        let mut hashes = Vec::new(); // hashes[j] is message len - 1 - j
+        for i in (len.saturating_sub(LOOKBACK + 1)..len).rev() {
+            hashes.push(identity::message_hash(request.message(i)?));
+        }
+        let candidates: Vec<u64> = (0..hashes.len().min(LOOKBACK))
+            .map(|j| identity::anchor(head, len - j, hashes.get(j + 1).copied(), hashes[j]))
+            .collect();
+        let mut state = self.identify(headers, head, &candidates).await;
+        let from = state.resume_at(len);
+        let (mut new, starts) = request.messages(from..len)?;
+        ErrorPatterns::default().classify(&mut new);
+        // Anthropic's system prompt comes apart from the messages: recorded once, first.
+        let system = Some(system).filter(|s| from == 0 && !s.is_empty()).map(Message::system);
+        Ok(Done { api, state, new, starts, from, len, tools, head, last: hashes.first().copied(), system })
+    }
+
+    /// Compacts the request when it passes the threshold (and compaction is on): the summary
+    /// the conversation keeps is reused, or extended by one upstream call. `Some((leading,
+    /// upto, summary))` replaces messages `leading..upto` upstream. A summary call that fails
+    /// leaves the request as it was (or with the summary kept before).
+    async fn compact(
+        &self,
+        call: &Call<'_>,
+        request: &mut Request<'_>,
+        state: &mut ConversationState,
+        body_len: usize,
+    ) -> Result<Option<(usize, usize, String)>, String> {
+        let Some(settings) = &self.compaction else { return Ok(None) };
+        let api = call.api;
+        let leading = compaction::leading_system(request)?;
+        let (from, upto) = match compaction::plan(settings, request, state.summary.as_ref(), body_len)? {
+            Plan::Keep => return Ok(None),
+            Plan::Reuse { upto } => {
+                return Ok(state.summary.as_ref().map(|s| (leading, upto, s.text.clone())));
+            }
+            Plan::Summarise { from, upto } => (from, upto),
+        };
+        let kept = state.summary.clone().filter(|s| s.upto == from);
+        let (messages, _) = request.messages(from..upto)?;
+        let body = compaction::summary_request(
+            api,
+            settings,
+            &request.model,
+            kept.as_ref().map(|s| s.text.as_str()),
+            &messages,
+        );
+        let answer = self.upstream.send(call, Bytes::from(body.to_string())).await;
+        let (input, output) = api.usage(&answer.body);
+        self.gate.replied(state, input, output);
+        let text = (answer.status == 200)
+            .then(|| api.reply_message(&answer.body))
+            .flatten()
+            .and_then(|m| m.joined_text())
+            .filter(|t| !t.trim().is_empty());
+        let Some(text) = text else {
+            tracing::warn!(conversation = %state.id, status = answer.status, "gateway: the summary call failed; the request goes without it");
+            return Ok(kept.map(|s| (leading, s.upto, s.text)));
+        };
+        tracing::info!(name: "agent.compaction.run", target: "looprail", conversation = %state.id, summarised = upto - from, upto, "gateway compacted the conversation");
+        state.summary = Some(Summary { upto, text: text.clone() });
+        Ok(Some((leading, upto, text)))
     }
 
     /// One chat request, end to end.
@@ -152,51 +231,55 @@ impl Gateway {
         if !self.authorized(headers) {
             return refused(api);
         }
-        let mut body: Value = match serde_json::from_slice(&raw) {
-            Ok(body @ Value::Object(_)) => body,
-            _ => {
-                return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None);
-            }
-        };
-        let mut messages = match api.messages(&body) {
-            Ok(messages) => messages,
+        let mut request = match Request::parse(api, &raw) {
+            Ok(request) => request,
             Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
         };
-        let tools = api.tool_names(&body);
-        let fingerprints = identity::prefixes(api_name(api), &body["tools"], &messages);
-        let mut state = self.identify(api, headers, &fingerprints).await;
-        // Only what the guards see for the first time needs its error flags.
-        let new = if state.seen <= messages.len() { state.seen } else { 0 };
-        ErrorPatterns::default().classify(&mut messages[new..]);
-        let verdict = self.gate.observe(&mut state, &messages, &tools, now_ms());
-        let stream = api.wants_stream(&body);
-        let include_usage =
-            body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+        let mut done = match self.prepare(api, headers, &mut request).await {
+            Ok(done) => done,
+            Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
+        };
+        let verdict = self.gate.observe_new(&mut done.state, &done.new, done.len, &done.tools, now_ms());
+        let stream = request.stream;
         let relay = stream && matches!(verdict, Verdict::Forward { .. });
-        let untouched = body.get("stream").is_none_or(|_| relay)
+        let pass_key = self.pass_client_key && self.require_key.is_none();
+        let call = Call { http: &self.http, api, path, client: headers, pass_key };
+        let compacted = match self.compact(&call, &mut request, &mut done.state, raw.len()).await {
+            Ok(compacted) => compacted,
+            Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
+        };
+        let untouched = compacted.is_none()
             && matches!(&verdict, Verdict::Forward { instructions, force_tool: None } if instructions.is_empty());
-        match &verdict {
-            Verdict::Forward { instructions, force_tool } => {
-                for text in instructions {
-                    api.add_instruction(&mut body, text);
+        // An unchanged request goes upstream as the client sent it; a changed one is read whole
+        // (only then).
+        let outgoing = if untouched {
+            raw.clone()
+        } else {
+            let mut body: Value = serde_json::from_slice(&raw).unwrap_or_default();
+            if let Some((leading, upto, summary)) = &compacted {
+                crate::compaction::apply(&mut body, *leading, *upto, summary);
+            }
+            match &verdict {
+                Verdict::Forward { instructions, force_tool } => {
+                    for text in instructions {
+                        api.add_instruction(&mut body, text);
+                    }
+                    if let Some(tool) = force_tool {
+                        api.force_tool(&mut body, tool);
+                    }
                 }
-                if let Some(tool) = force_tool {
-                    api.force_tool(&mut body, tool);
+                Verdict::Conclude { reason } => {
+                    // Asked for whole (the final answer is re-emitted as a stream when wanted).
+                    tracing::info!(name: "agent.fallback.reply", target: "looprail", conversation = %done.state.id, %reason, "gateway concluded the conversation");
+                    api.without_tools(&mut body);
+                    api.add_instruction(&mut body, &final_instruction(reason));
                 }
             }
-            Verdict::Conclude { reason } => {
-                // Asked for whole (the final answer is re-emitted as a stream when wanted).
-                tracing::info!(name: "agent.fallback.reply", target: "looprail", conversation = %state.id, %reason, "gateway concluded the conversation");
-                api.without_tools(&mut body);
-                api.add_instruction(&mut body, &final_instruction(reason));
-            }
-        }
-        // An unchanged request goes upstream as the client sent it, not serialised again.
-        let outgoing = if untouched { raw } else { Bytes::from(body.to_string()) };
-        let pass_key = self.require_key.is_none();
-        let history = fingerprints.last().copied().unwrap_or_default();
-        let done = Done { api, state, messages, new, history };
-        let response = match self.upstream.open(&self.http, api, path, headers, pass_key, outgoing).await {
+            Bytes::from(body.to_string())
+        };
+        let (model, include_usage) = (request.model.clone(), request.include_usage);
+        drop(request);
+        let response = match self.upstream.open(&call, outgoing).await {
             Ok(response) => response,
             Err(answer) => {
                 self.save(&done.state, None).await;
@@ -209,7 +292,7 @@ impl Gateway {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if relay && is_stream {
-            return self.relay(done, &body, response);
+            return self.relay(done, &model, response);
         }
         let answer = crate::upstream::read_json(api, response).await;
         let id = done.state.id.clone();
@@ -225,9 +308,9 @@ impl Gateway {
     /// Passes the upstream's event stream to the client as it arrives and, when it ends, counts
     /// the reply it carried and stores the conversation. A stream that breaks ends with the
     /// API's error event.
-    fn relay(self: &Arc<Self>, done: Done, body: &Value, response: reqwest::Response) -> Response<Body> {
+    fn relay(self: &Arc<Self>, done: Done, model: &str, response: reqwest::Response) -> Response<Body> {
         let id = done.state.id.clone();
-        let reader = crate::relay::Reader::new(done.api, &crate::relay::model_of(body));
+        let reader = crate::relay::Reader::new(done.api, model);
         let upstream = Box::pin(response.bytes_stream());
         let start = (upstream, Some((reader, done, Arc::clone(self))));
         let events = futures_util::stream::unfold(start, |(mut upstream, open)| async move {
@@ -283,16 +366,21 @@ impl Gateway {
     /// Counts a reply's tokens, records the new messages and the reply, and stores the state
     /// with the fingerprint of the history the client now has.
     async fn finish(&self, done: Done, reply: Option<Message>, input: u64, output: u64) {
-        let Done { mut state, mut messages, new, history, .. } = done;
+        let Done { mut state, new, starts, from, len, head, last, system, .. } = done;
         self.gate.replied(&mut state, input, output);
-        let fingerprint = reply.as_ref().map(|reply| identity::extend(history, reply));
+        let fingerprint = reply.as_ref().map(|reply| {
+            identity::anchor(head, len + 1, last, identity::message_hash(std::slice::from_ref(reply)))
+        });
         if let Some(dir) = &self.record_dir {
             // The previous reply comes back at the start of the new messages: recorded once.
-            let from = if state.recorded <= messages.len() { state.recorded } else { new };
-            messages.drain(..from);
+            let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
+            let skip = starts.get(record_from - from).copied().unwrap_or(new.len());
+            let replied = usize::from(reply.is_some());
+            let mut messages: Vec<Message> = system.into_iter().filter(|_| record_from == 0).collect();
+            messages.extend(new.into_iter().skip(skip));
             messages.extend(reply);
             match crate::record::append(dir, &state.id, &messages) {
-                Ok(()) => state.recorded = from + messages.len(),
+                Ok(()) => state.recorded = len + replied,
                 Err(e) => {
                     tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
                 }
@@ -325,21 +413,24 @@ impl Gateway {
 struct Done {
     api: Api,
     state: ConversationState,
-    /// The client's history.
-    messages: Vec<Message>,
-    /// How much of it the guards had seen before this request.
-    new: usize,
-    /// The fingerprint of the client's history.
-    history: u64,
+    /// The messages new to the guards, as looprail messages.
+    new: Vec<Message>,
+    /// Where each new wire message starts in `new`.
+    starts: Vec<usize>,
+    /// The wire index of the first new message.
+    from: usize,
+    /// How many wire messages the client's history holds.
+    len: usize,
+    /// The tools the request declares.
+    tools: Vec<String>,
+    /// The conversation's head fingerprint.
+    head: u64,
+    /// The fingerprint of the history's last message.
+    last: Option<u64>,
+    /// The system prompt given apart from the messages, when it is recorded now.
+    system: Option<Message>,
 }
 
 fn refused(api: Api) -> Response<Body> {
     json(401, &api.error("authentication_error", "missing or wrong gateway key"), None)
-}
-
-fn api_name(api: Api) -> &'static str {
-    match api {
-        Api::OpenAi => "openai",
-        Api::Anthropic => "anthropic",
-    }
 }

@@ -1,5 +1,7 @@
-//! Calls to the operator's upstream: fixed hosts, the gateway's own key or the client's, and
-//! retries with backoff that honour `retry-after` on 429, 5xx and 529.
+//! Calls to the operator's upstream: fixed hosts, the gateway's own key or the client's,
+//! retries with backoff that honour `retry-after` on 429, 5xx and 529, and then the model
+//! fallback chain (F23): when the client's model keeps failing, the same request goes to each
+//! fallback model in turn, with its own retries.
 
 use std::time::Duration;
 
@@ -34,6 +36,26 @@ pub struct Upstream {
     pub max_retry_after: Duration,
     /// The first backoff delay (doubled each retry).
     pub backoff: Duration,
+    /// Models tried in order on the OpenAI API when the client's model keeps failing.
+    pub openai_fallbacks: Vec<String>,
+    /// Likewise on the Anthropic API.
+    pub anthropic_fallbacks: Vec<String>,
+}
+
+/// One client request's call upstream: over which client, on which API and path, with the
+/// client's headers (for its key and version headers) and whether its key may go upstream.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The HTTP client.
+    pub http: &'a reqwest::Client,
+    /// The API the client spoke.
+    pub api: Api,
+    /// The path called (`/v1/chat/completions`, `/v1/messages`).
+    pub path: &'a str,
+    /// The client's request headers.
+    pub client: &'a HeaderMap,
+    /// Whether the client's own key is passed upstream when the gateway has none.
+    pub pass_key: bool,
 }
 
 fn retryable(status: u16) -> bool {
@@ -49,14 +71,8 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 impl Upstream {
-    fn request(
-        &self,
-        http: &reqwest::Client,
-        api: Api,
-        path: &str,
-        client: &HeaderMap,
-        pass_key: bool,
-    ) -> reqwest::RequestBuilder {
+    fn request(&self, call: &Call<'_>) -> reqwest::RequestBuilder {
+        let Call { http, api, path, client, pass_key } = *call;
         let header = |name: &str| client.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         match api {
             Api::OpenAi => {
@@ -91,40 +107,66 @@ impl Upstream {
         }
     }
 
+    /// The fallback models of `api`, in order.
+    pub fn fallbacks(&self, api: Api) -> &[String] {
+        match api {
+            Api::OpenAi => &self.openai_fallbacks,
+            Api::Anthropic => &self.anthropic_fallbacks,
+        }
+    }
+
     /// Sends `body` and returns the upstream's response once it answers 2xx (its body not
-    /// read: it may be a stream), retrying transient failures before that. A failure that
-    /// outlasts the retries is the [`Answer`] it gave (a provider error) or, when no upstream
-    /// answered, a 502 in the API's format.
-    pub async fn open(
+    /// read: it may be a stream), retrying transient failures before that, then trying each
+    /// fallback model. A failure that outlasts them all is the [`Answer`] the last attempt gave
+    /// (a provider error) or, when no upstream answered, a 502 in the API's format.
+    pub async fn open(&self, call: &Call<'_>, body: axum::body::Bytes) -> Result<reqwest::Response, Answer> {
+        let failed = match self.open_model(call, body.clone()).await {
+            Ok(response) => return Ok(response),
+            Err(answer) => answer,
+        };
+        let fallbacks = self.fallbacks(call.api);
+        if fallbacks.is_empty() || !retryable(failed.status) {
+            return Err(failed);
+        }
+        let Ok(mut request) = serde_json::from_slice::<Value>(&body) else { return Err(failed) };
+        let mut last = failed;
+        let first = request["model"].as_str().unwrap_or_default().to_owned();
+        for model in fallbacks.iter().filter(|m| **m != first) {
+            tracing::warn!(name: "agent.model.fallback", target: "looprail", from = %first, to = %model, status = last.status, "gateway falls back to another model");
+            request["model"] = Value::String(model.clone());
+            let body = axum::body::Bytes::from(request.to_string());
+            match self.open_model(call, body).await {
+                Ok(response) => return Ok(response),
+                Err(answer) if retryable(answer.status) => last = answer,
+                Err(answer) => return Err(answer),
+            }
+        }
+        Err(last)
+    }
+
+    /// One model, with its retries.
+    async fn open_model(
         &self,
-        http: &reqwest::Client,
-        api: Api,
-        path: &str,
-        client: &HeaderMap,
-        pass_key: bool,
+        call: &Call<'_>,
         body: axum::body::Bytes,
     ) -> Result<reqwest::Response, Answer> {
         let mut attempt = 0;
         loop {
-            let sent = self
-                .request(http, api, path, client, pass_key)
-                .header("content-type", "application/json")
-                .body(body.clone())
-                .send()
-                .await;
+            let sent =
+                self.request(call).header("content-type", "application/json").body(body.clone()).send().await;
             let (status, wait, answer) = match sent {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
                     let status = response.status().as_u16();
                     let wait = retry_after(response.headers());
-                    (status, wait, Answer { status, body: read_json(api, response).await })
+                    (status, wait, Answer { status, body: read_json(call.api, response).await })
                 }
                 Err(e) => (
                     502,
                     None,
                     Answer {
                         status: 502,
-                        body: api.error("api_error", &format!("upstream unreachable: {e}")),
+                        body: call.api.error("api_error", &format!("upstream unreachable: {e}")),
                     },
                 ),
             };
@@ -144,19 +186,11 @@ impl Upstream {
     }
 
     /// [`Upstream::open`] and the whole JSON body.
-    pub async fn send(
-        &self,
-        http: &reqwest::Client,
-        api: Api,
-        path: &str,
-        client: &HeaderMap,
-        pass_key: bool,
-        body: axum::body::Bytes,
-    ) -> Answer {
-        match self.open(http, api, path, client, pass_key, body).await {
+    pub async fn send(&self, call: &Call<'_>, body: axum::body::Bytes) -> Answer {
+        match self.open(call, body).await {
             Ok(response) => {
                 let status = response.status().as_u16();
-                Answer { status, body: read_json(api, response).await }
+                Answer { status, body: read_json(call.api, response).await }
             }
             Err(answer) => answer,
         }

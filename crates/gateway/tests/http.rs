@@ -12,6 +12,14 @@ use looprail_providers::fake::{FakeServer, Reply};
 use serde_json::{Value, json};
 
 async fn start(upstream: &str, require_key: Option<&str>) -> String {
+    start_with(upstream, require_key, |_| {}).await
+}
+
+async fn start_with(
+    upstream: &str,
+    require_key: Option<&str>,
+    adjust: impl FnOnce(&mut GatewayConfig),
+) -> String {
     let mut settings = GatewayConfig::new(Default::default(), Default::default());
     settings.upstream.openai = upstream.to_owned();
     settings.upstream.anthropic = upstream.to_owned();
@@ -20,6 +28,7 @@ async fn start(upstream: &str, require_key: Option<&str>) -> String {
     settings.upstream.retries = 2;
     settings.upstream.backoff = Duration::from_millis(5);
     settings.require_key = require_key.map(str::to_owned);
+    adjust(&mut settings);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let path = std::env::temp_dir().join(format!("looprail-gw-http-{}-{nanos}.db", std::process::id()));
     let store = SqliteStore::open(&path).await.unwrap();
@@ -82,6 +91,41 @@ async fn a_failing_upstream_is_retried_then_its_error_passed_through() {
     let (status, answer) = post(&format!("{gw}/v1/chat/completions"), &[], &chat()).await;
     assert_eq!(status, 502);
     assert!(answer["error"]["message"].as_str().unwrap().contains("unreachable"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_keeps_failing_falls_back_along_the_chain() {
+    // "big" is overloaded and "medium" rate-limited for good; "small" answers.
+    let upstream = FakeServer::responding(|request| match request["model"].as_str() {
+        Some("small") => Reply::json(200, &json!({"id": "r", "object": "chat.completion", "created": 1, "model": "small",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "done"}}]}).to_string()),
+        Some("medium") => Reply::json(429, r#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": null}}"#),
+        _ => Reply::json(503, r#"{"error": {"message": "overloaded", "type": "server_error", "code": null}}"#),
+    })
+    .await;
+    let gw = start_with(&upstream.url, None, |settings| {
+        settings.upstream.retries = 1;
+        settings.upstream.openai_fallbacks = vec!["big".into(), "medium".into(), "small".into()];
+    })
+    .await;
+    let body = json!({ "model": "big", "messages": [{ "role": "user", "content": "hi" }] }).to_string();
+    let (status, answer) = post(&format!("{gw}/v1/chat/completions"), &[], &body).await;
+    assert_eq!((status, answer["model"].as_str()), (200, Some("small")), "{answer}");
+    let models: Vec<String> =
+        upstream.requests().iter().map(|r| r.body["model"].as_str().unwrap().to_owned()).collect();
+    // Each model with its retry; the client's own model is not tried twice.
+    assert_eq!(models, ["big", "big", "medium", "medium", "small"]);
+
+    // A request the upstream rejects as malformed is not sent to another model.
+    let upstream = FakeServer::responding(|_| {
+        Reply::json(400, r#"{"error": {"message": "bad", "type": "invalid_request_error", "code": null}}"#)
+    })
+    .await;
+    let gw =
+        start_with(&upstream.url, None, |settings| settings.upstream.openai_fallbacks = vec!["small".into()])
+            .await;
+    let (status, _) = post(&format!("{gw}/v1/chat/completions"), &[], &body).await;
+    assert_eq!((status, upstream.requests().len()), (400, 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,6 +199,71 @@ async fn a_relayed_stream_is_stored_before_its_terminal_event_reaches_the_client
         drop(stream); // as an SDK does: the next request goes out at once
         messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}));
         messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "nothing"}));
+    }
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "one conversation: {ids:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_anthropic_tool_call_echoed_by_the_client_continues_its_conversation() {
+    // Anthropic streams tool input as JSON text with spaces (`{"path": "..."}`, as in its
+    // recorded SSE); an SDK echoes the input it parsed, serialised its own way.
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let upstream = FakeServer::responding({
+        let counter = std::sync::Arc::clone(&counter);
+        move |_| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+            let chunks = vec![
+                event("message_start", json!({"type": "message_start", "message": {"id": format!("msg_{n}"), "type": "message", "role": "assistant",
+                    "model": "c", "content": [], "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}})),
+                event("content_block_start", json!({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": "read", "input": {}}})),
+                event("content_block_delta", json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": "{\"path\": \"src/f"}})),
+                event("content_block_delta", json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": format!("{n}.rs\", \"lines\": 40}}")}})),
+                event("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+                event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 12}})),
+                event("message_stop", json!({"type": "message_stop"})),
+            ];
+            Reply::Sse { chunks, pause: Duration::from_millis(1), break_at_end: false }
+        }
+    })
+    .await;
+    let gw = start(&upstream.url, None).await;
+    let url = format!("{gw}/v1/messages");
+    let tools = json!([{"name": "read", "input_schema": {"type": "object"}}]);
+    let mut messages = vec![json!({"role": "user", "content": "Review the crate"})];
+    let client = reqwest::Client::new();
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let body =
+            json!({"model": "c", "max_tokens": 100, "stream": true, "messages": messages, "tools": tools});
+        let response = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("x-api-key", "k")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        ids.push(response.headers()["x-looprail-run"].to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        // The client assembles the tool call and echoes it with the input it parsed.
+        let mut id = String::new();
+        let mut input = String::new();
+        for line in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            let event: Value = serde_json::from_str(line).unwrap();
+            if let Some(block_id) = event.pointer("/content_block/id").and_then(Value::as_str) {
+                id = block_id.to_owned();
+            }
+            if let Some(part) = event.pointer("/delta/partial_json").and_then(Value::as_str) {
+                input.push_str(part);
+            }
+        }
+        let input: Value = serde_json::from_str(&input).unwrap();
+        messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "read", "input": input}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "fn main() {}"}]}));
     }
     assert!(ids.windows(2).all(|w| w[0] == w[1]), "one conversation: {ids:?}");
 }

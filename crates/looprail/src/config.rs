@@ -41,6 +41,8 @@ pub struct LooprailConfig {
     pub delegation: DelegationConfig,
     /// The audit command.
     pub audit: AuditConfig,
+    /// The gateway command.
+    pub gateway: crate::GatewaySettings,
 }
 
 fn prefixed(section: &str, error: ConfigError) -> ConfigError {
@@ -83,6 +85,7 @@ impl LooprailConfig {
         self.provider.validate().map_err(|e| prefixed("provider", e))?;
         self.journal.validate().map_err(|e| prefixed("journal", e))?;
         self.delegation.validate().map_err(|e| prefixed("delegation", e))?;
+        self.gateway.validate().map_err(|e| prefixed("gateway", e))?;
         Ok(())
     }
 }

@@ -13,51 +13,62 @@ pub(super) fn messages(body: &Value) -> Result<Vec<Message>, String> {
         out.push(Message::system(system));
     }
     for (i, m) in list.iter().enumerate() {
-        let blocks: Vec<Value> = match &m["content"] {
-            Value::String(text) => vec![json!({ "type": "text", "text": text })],
-            Value::Array(blocks) => blocks.clone(),
-            _ => return Err(format!("messages[{i}].content must be a string or an array")),
-        };
-        let text = blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        match m["role"].as_str() {
-            Some("user") => {
-                for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
-                    let id = block["tool_use_id"].as_str().unwrap_or_default();
-                    let content = text_of(&block["content"]);
-                    let result = if block["is_error"].as_bool().unwrap_or(false) {
-                        ToolResult::error(id, content)
-                    } else {
-                        ToolResult::ok(id, content)
-                    };
-                    out.push(Message::tool_result(result));
-                }
-                if !text.is_empty() {
-                    out.push(Message::user(text));
-                }
-            }
-            Some("assistant") => {
-                let calls = blocks
-                    .iter()
-                    .filter(|b| b["type"] == "tool_use")
-                    .map(|b| {
-                        ToolCall::new(
-                            b["id"].as_str().unwrap_or_default(),
-                            b["name"].as_str().unwrap_or_default(),
-                            b["input"].to_string(),
-                        )
-                    })
-                    .collect();
-                out.push(Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls));
-            }
-            other => return Err(format!("messages[{i}]: unknown role {other:?}")),
-        }
+        message(i, m, &mut out)?;
     }
     Ok(out)
+}
+
+/// One wire message (`messages[i]`) as looprail messages: a user turn's tool results each
+/// become a tool message (then its text, if any, a user message).
+pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(), String> {
+    let single;
+    let blocks: &[Value] = match &m["content"] {
+        Value::String(text) => {
+            single = [json!({ "type": "text", "text": text })];
+            &single
+        }
+        Value::Array(blocks) => blocks,
+        _ => return Err(format!("messages[{i}].content must be a string or an array")),
+    };
+    let text = blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    match m["role"].as_str() {
+        Some("user") => {
+            for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                let id = block["tool_use_id"].as_str().unwrap_or_default();
+                let content = text_of(&block["content"]);
+                let result = if block["is_error"].as_bool().unwrap_or(false) {
+                    ToolResult::error(id, content)
+                } else {
+                    ToolResult::ok(id, content)
+                };
+                out.push(Message::tool_result(result));
+            }
+            if !text.is_empty() {
+                out.push(Message::user(text));
+            }
+        }
+        Some("assistant") => {
+            let calls = blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .map(|b| {
+                    ToolCall::new(
+                        b["id"].as_str().unwrap_or_default(),
+                        b["name"].as_str().unwrap_or_default(),
+                        b["input"].to_string(),
+                    )
+                })
+                .collect();
+            out.push(Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls));
+        }
+        other => return Err(format!("messages[{i}]: unknown role {other:?}")),
+    }
+    Ok(())
 }
 
 /// Appends a text block to the last user message (Anthropic wants user and assistant turns

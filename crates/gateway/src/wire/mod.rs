@@ -31,18 +31,25 @@ impl Api {
         }
     }
 
-    /// Names of the tools the request declares.
-    pub fn tool_names(self, body: &Value) -> Vec<String> {
-        let key = match self {
-            Api::OpenAi => "/function/name",
-            Api::Anthropic => "/name",
-        };
-        body["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t.pointer(key).and_then(Value::as_str).map(str::to_owned))
-            .collect()
+    /// One wire message (`messages[i]`) as looprail messages: one, or on Anthropic a user
+    /// turn's tool results each as a tool message and then its text.
+    pub fn message(self, i: usize, message: &Value) -> Result<Vec<Message>, String> {
+        match self {
+            Api::OpenAi => openai::message(i, message).map(|m| vec![m]),
+            Api::Anthropic => {
+                let mut out = Vec::with_capacity(1);
+                anthropic::message(i, message, &mut out)?;
+                Ok(out)
+            }
+        }
+    }
+
+    /// The name the API goes by in fingerprints and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
     }
 
     /// Adds `text` (tagged) for the model to read before its next step.
@@ -70,11 +77,6 @@ impl Api {
                 object.remove(key);
             }
         }
-    }
-
-    /// True when the client asked for a stream.
-    pub fn wants_stream(self, body: &Value) -> bool {
-        body["stream"].as_bool().unwrap_or(false)
     }
 
     /// The assistant message of a complete response, as a looprail message.

@@ -7,39 +7,39 @@ use super::text_of;
 
 pub(super) fn messages(body: &Value) -> Result<Vec<Message>, String> {
     let list = body["messages"].as_array().ok_or("`messages` must be an array")?;
-    let mut out = Vec::with_capacity(list.len());
-    for (i, m) in list.iter().enumerate() {
-        let text = text_of(&m["content"]);
-        let message = match m["role"].as_str() {
-            Some("system" | "developer") => Message::system(text),
-            Some("user") => Message::user(text),
-            Some("assistant") => {
-                let calls = m["tool_calls"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| {
-                        let arguments = match &c["function"]["arguments"] {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        ToolCall::new(
-                            c["id"].as_str().unwrap_or_default(),
-                            c["function"]["name"].as_str().unwrap_or_default(),
-                            arguments,
-                        )
-                    })
-                    .collect();
-                Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls)
-            }
-            Some("tool") => {
-                Message::tool_result(ToolResult::ok(m["tool_call_id"].as_str().unwrap_or_default(), text))
-            }
-            other => return Err(format!("messages[{i}]: unknown role {other:?}")),
-        };
-        out.push(message);
-    }
-    Ok(out)
+    list.iter().enumerate().map(|(i, m)| message(i, m)).collect()
+}
+
+/// One wire message (`messages[i]`) as a looprail message.
+pub(super) fn message(i: usize, m: &Value) -> Result<Message, String> {
+    let text = text_of(&m["content"]);
+    Ok(match m["role"].as_str() {
+        Some("system" | "developer") => Message::system(text),
+        Some("user") => Message::user(text),
+        Some("assistant") => {
+            let calls = m["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    let arguments = match &c["function"]["arguments"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    ToolCall::new(
+                        c["id"].as_str().unwrap_or_default(),
+                        c["function"]["name"].as_str().unwrap_or_default(),
+                        arguments,
+                    )
+                })
+                .collect();
+            Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls)
+        }
+        Some("tool") => {
+            Message::tool_result(ToolResult::ok(m["tool_call_id"].as_str().unwrap_or_default(), text))
+        }
+        other => return Err(format!("messages[{i}]: unknown role {other:?}")),
+    })
 }
 
 pub(super) fn add_instruction(body: &mut Value, text: &str) {

@@ -1,0 +1,175 @@
+//! A chat request read without building its whole JSON tree. Each request carries the whole
+//! conversation, but the gateway only needs what is new in it: the body is scanned once into
+//! borrowed slices, one per wire message, and a message becomes a looprail [`Message`] only
+//! when something asks for it (the conversation's first message, the last few for identity,
+//! and the ones the guards have not seen). So the work per request grows with the new
+//! messages, not with the history (the one scan aside, which is cheap).
+
+use std::ops::Range;
+
+use looprail_loop_core::message::Message;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::wire::{Api, text_of};
+
+/// The fields the gateway reads; every other field is skipped (and forwarded untouched).
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(borrow)]
+    messages: Vec<&'a RawValue>,
+    #[serde(borrow, default)]
+    system: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tools: Option<&'a RawValue>,
+    #[serde(default)]
+    model: Option<Value>,
+    #[serde(default)]
+    stream: Option<Value>,
+    #[serde(default)]
+    stream_options: Option<Value>,
+}
+
+/// A tool declaration: OpenAI's `{"function": {"name"}}` or Anthropic's `{"name"}`.
+#[derive(Deserialize)]
+struct ToolDeclaration {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionName>,
+}
+
+#[derive(Deserialize)]
+struct FunctionName {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// A request's conversation, its wire messages converted on demand.
+pub struct Request<'a> {
+    api: Api,
+    wire: Vec<&'a RawValue>,
+    converted: Vec<Option<Vec<Message>>>,
+    system: Option<&'a RawValue>,
+    tools: Option<&'a RawValue>,
+    /// The model the request names (empty when it names none).
+    pub model: String,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+    /// Whether an OpenAI client asked for the usage chunk at the end of a stream.
+    pub include_usage: bool,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request").field("messages", &self.wire.len()).field("model", &self.model).finish()
+    }
+}
+
+impl<'a> Request<'a> {
+    /// Scans a request body; the error says what is wrong with it.
+    pub fn parse(api: Api, body: &'a [u8]) -> Result<Self, String> {
+        let fields: Fields<'a> = serde_json::from_slice(body).map_err(|e| {
+            if e.is_data() {
+                format!("`messages` must be an array of messages ({e})")
+            } else {
+                format!("the body is not a JSON object ({e})")
+            }
+        })?;
+        Ok(Self {
+            api,
+            converted: vec![None; fields.messages.len()],
+            wire: fields.messages,
+            system: fields.system,
+            tools: fields.tools,
+            model: fields.model.as_ref().and_then(Value::as_str).unwrap_or_default().to_owned(),
+            stream: fields.stream.as_ref().and_then(Value::as_bool).unwrap_or(false),
+            include_usage: fields
+                .stream_options
+                .as_ref()
+                .and_then(|o| o.get("include_usage"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+
+    /// How many wire messages the request carries.
+    pub fn len(&self) -> usize {
+        self.wire.len()
+    }
+
+    /// True when the request carries no message.
+    pub fn is_empty(&self) -> bool {
+        self.wire.is_empty()
+    }
+
+    /// The size in bytes of wire message `i` as the client sent it.
+    pub fn raw_len(&self, i: usize) -> usize {
+        self.wire[i].get().len()
+    }
+
+    /// Names of the tools the request declares.
+    pub fn tool_names(&self) -> Vec<String> {
+        let Some(tools) = self.tools else { return Vec::new() };
+        let declared: Vec<ToolDeclaration> = serde_json::from_str(tools.get()).unwrap_or_default();
+        declared.into_iter().filter_map(|t| t.function.and_then(|f| f.name).or(t.name)).collect()
+    }
+
+    /// The system prompt given apart from the messages (Anthropic's `system`), as text.
+    pub fn system_text(&self) -> String {
+        self.system
+            .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
+            .map_or_else(String::new, |s| text_of(&s))
+    }
+
+    /// Wire message `i` as looprail messages (an Anthropic user turn may hold several tool
+    /// results and a text).
+    pub fn message(&mut self, i: usize) -> Result<&[Message], String> {
+        if self.converted[i].is_none() {
+            let value: Value =
+                serde_json::from_str(self.wire[i].get()).map_err(|e| format!("messages[{i}]: {e}"))?;
+            self.converted[i] = Some(self.api.message(i, &value)?);
+        }
+        Ok(self.converted[i].as_deref().unwrap_or_default())
+    }
+
+    /// Wire messages `range` as looprail messages, with the index in them where each wire
+    /// message starts.
+    pub fn messages(&mut self, range: Range<usize>) -> Result<(Vec<Message>, Vec<usize>), String> {
+        let mut out = Vec::new();
+        let mut starts = Vec::with_capacity(range.len());
+        for i in range {
+            starts.push(out.len());
+            out.extend_from_slice(self.message(i)?);
+        }
+        Ok((out, starts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_is_asked_for_is_converted_and_bad_bodies_say_why() {
+        let body = br#"{"model": "m", "stream": true, "stream_options": {"include_usage": true},
+            "tools": [{"type": "function", "function": {"name": "search"}}, {"name": "read"}],
+            "messages": [{"role": "user", "content": "hi"}, {"role": "wizard"}], "extra": [1, 2]}"#;
+        let mut request = Request::parse(Api::OpenAi, body).unwrap();
+        assert_eq!((request.len(), request.stream, request.include_usage), (2, true, true));
+        assert_eq!(request.tool_names(), ["search", "read"]);
+        assert_eq!(request.message(0).unwrap()[0].joined_text().as_deref(), Some("hi"));
+        assert!(request.message(1).unwrap_err().contains("unknown role"), "converted only when asked for");
+        let err = Request::parse(Api::OpenAi, b"{not json").unwrap_err();
+        assert!(err.contains("not a JSON object"), "{err}");
+        let err = Request::parse(Api::OpenAi, br#"{"messages": 3}"#).unwrap_err();
+        assert!(err.contains("`messages` must be an array"), "{err}");
+        let anthropic = br#"{"system": [{"type": "text", "text": "Be brief."}], "messages": [{"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}, {"type": "text", "text": "go on"}]}]}"#;
+        let mut request = Request::parse(Api::Anthropic, anthropic).unwrap();
+        assert_eq!(request.system_text(), "Be brief.");
+        let (messages, starts) = request.messages(0..1).unwrap();
+        assert_eq!((messages.len(), starts), (2, vec![0]), "a tool result and the user's text");
+    }
+}
