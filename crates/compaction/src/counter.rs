@@ -4,8 +4,9 @@
 //! most of what the audit and compaction's first pass spend.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
+
+use foldhash::fast::FixedState;
 
 use looprail_loop_core::context::TokenCounter;
 
@@ -61,37 +62,9 @@ struct Vocabulary {
     slot: usize,
     /// Tokens of up to 7 bytes, [`packed`] into a word: most pieces are short, and a word
     /// hashes and compares in one instruction.
-    short: HashSet<u64, BuildHasherDefault<FxHasher>>,
+    short: HashSet<u64, FixedState>,
     /// The longer tokens.
-    tokens: HashSet<&'static [u8], BuildHasherDefault<FxHasher>>,
-}
-
-/// The Fx hash (rustc's): a multiply and rotate per 8 bytes. Pieces are short, and SipHash
-/// cost as much as the encoder calls the set saves.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0xf135_7aea_2e62_a9c5;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(tail) ^ rest.len() as u64).wrapping_mul(K);
-    }
-
-    fn write_u64(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0xf135_7aea_2e62_a9c5);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    tokens: HashSet<&'static [u8], FixedState>,
 }
 
 /// A piece of at most 7 bytes as one word: its bytes, and its length in the top byte.
@@ -163,7 +136,7 @@ impl Vocabulary {
 /// The slot of cl100k, whose pre-tokenizer is written out for ASCII ([`split_cl100k`]).
 const CL100K_SLOT: usize = 0;
 
-type PieceCounts = HashMap<Box<[u8]>, u32, BuildHasherDefault<FxHasher>>;
+type PieceCounts = HashMap<Box<[u8]>, u32, FixedState>;
 
 /// How many short pieces a thread's recent table holds (a power of two): 4,096 entries of 16
 /// bytes stay in the core's own cache, where the vocabulary's 100,000 tokens do not. Words

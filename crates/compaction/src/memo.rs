@@ -3,9 +3,11 @@
 //! not a BPE pass.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
+use foldhash::fast::FixedState;
+use foldhash::quality::RandomState;
 use looprail_loop_core::context::TokenCounter;
 use looprail_loop_core::message::{ContentPart, Message};
 
@@ -26,7 +28,10 @@ use looprail_loop_core::message::{ContentPart, Message};
 /// ```
 pub struct MemoCounter {
     inner: Arc<dyn TokenCounter>,
-    cache: Mutex<HashMap<u64, u64>>,
+    cache: Mutex<HashMap<u64, u64, FixedState>>,
+    /// Keys messages: foldhash's quality hasher, seeded per counter (a log cannot aim at a
+    /// collision it does not know the seed of), at a fraction of SipHash's cost per byte.
+    keys: RandomState,
 }
 
 impl std::fmt::Debug for MemoCounter {
@@ -38,7 +43,7 @@ impl std::fmt::Debug for MemoCounter {
 impl MemoCounter {
     /// A cache in front of `inner`.
     pub fn new(inner: Arc<dyn TokenCounter>) -> Self {
-        Self { inner, cache: Mutex::new(HashMap::new()) }
+        Self { inner, cache: Mutex::new(HashMap::default()), keys: RandomState::default() }
     }
 
     /// How many distinct messages are cached.
@@ -48,8 +53,8 @@ impl MemoCounter {
 }
 
 /// A 64-bit key of everything a message's count depends on.
-fn key(message: &Message) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+fn key(keys: &RandomState, message: &Message) -> u64 {
+    let mut h = keys.build_hasher();
     std::mem::discriminant(&message.role).hash(&mut h);
     for part in &message.content {
         match part {
@@ -64,7 +69,7 @@ fn key(message: &Message) -> u64 {
 
 impl TokenCounter for MemoCounter {
     fn count_message(&self, message: &Message) -> u64 {
-        let key = key(message);
+        let key = key(&self.keys, message);
         if let Some(n) = self.cache.lock().ok().and_then(|c| c.get(&key).copied()) {
             return n;
         }
