@@ -26,7 +26,18 @@ enum Class {
     Wide,
 }
 
-fn class(byte: u8) -> Class {
+/// Every byte's class, looked up rather than matched: this runs once per byte counted.
+static CLASSES: [Class; 256] = {
+    let mut table = [Class::Other; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = class(byte as u8);
+        byte += 1;
+    }
+    table
+};
+
+const fn class(byte: u8) -> Class {
     match byte {
         b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
         b'0'..=b'9' => Class::Digit,
@@ -39,7 +50,7 @@ fn class(byte: u8) -> Class {
 
 /// The class of `bytes[at]`, `None` past the end.
 fn at(bytes: &[u8], at: usize) -> Option<Class> {
-    bytes.get(at).map(|b| class(*b))
+    bytes.get(at).map(|b| CLASSES[usize::from(*b)])
 }
 
 /// The end of the run of `wanted` bytes from `from`, or `None` when the run stops at a byte
