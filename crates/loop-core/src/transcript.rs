@@ -225,6 +225,23 @@ struct Document<'a> {
     system: Option<&'a RawValue>,
 }
 
+/// A log document whose `messages` is an array: its messages split out in the same pass.
+#[derive(serde::Deserialize)]
+struct ListedDocument<'a> {
+    #[serde(borrow)]
+    messages: Vec<&'a RawValue>,
+    #[serde(borrow, default)]
+    system: Option<&'a RawValue>,
+}
+
+/// A document's Anthropic `system` text, when it has one.
+fn system_text(system: Option<&RawValue>) -> Option<String> {
+    system
+        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+        .map(|s| anthropic_text(&s))
+        .filter(|s| !s.is_empty())
+}
+
 /// True when a message holds `tool_use` or `tool_result` blocks (Anthropic's). Only a message
 /// that names one of them is parsed to check.
 fn has_anthropic_blocks(raw: &RawValue) -> bool {
@@ -240,17 +257,16 @@ fn raw_messages(text: &str) -> Result<(Option<String>, Vec<&RawValue>), Transcri
     let fail = |reason: &str| TranscriptError { index: 0, reason: reason.to_owned() };
     let trimmed = text.trim();
     if trimmed.starts_with('{') {
+        // The usual shape in one pass; anything else is looked at field by field.
+        if let Ok(doc) = serde_json::from_str::<ListedDocument<'_>>(trimmed) {
+            return Ok((system_text(doc.system), doc.messages));
+        }
         if let Ok(doc) = serde_json::from_str::<Document<'_>>(trimmed) {
             let messages = doc
                 .messages
                 .and_then(|raw| serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok())
                 .ok_or_else(|| fail("a document without a `messages` array"))?;
-            let system = doc
-                .system
-                .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                .map(|s| anthropic_text(&s))
-                .filter(|s| !s.is_empty());
-            return Ok((system, messages));
+            return Ok((system_text(doc.system), messages));
         }
     } else if trimmed.starts_with('[') {
         if let Ok(messages) = serde_json::from_str::<Vec<&RawValue>>(trimmed) {
@@ -322,6 +338,8 @@ mod format_tests {
         assert_eq!(read_log(jsonl).unwrap().1.len(), 2);
         assert_eq!(read_log("[{\"role\": \"user\", \"content\": \"hi\"}]").unwrap().1.len(), 1);
         assert!(read_log("{\"nope\": 1}").is_err());
+        let not_a_list = read_log("{\"messages\": {\"role\": \"user\"}}").unwrap_err();
+        assert!(not_a_list.reason.contains("`messages` array"), "{}", not_a_list.reason);
         assert!(read_log("not json\n{also not}").is_err());
     }
 }
