@@ -9,6 +9,8 @@ use serde_json::value::RawValue;
 
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 
+mod openai_typed;
+
 /// A message that cannot be read, with its position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("message {index}: {reason}")]
@@ -300,6 +302,12 @@ pub fn read_log(text: &str) -> Result<(LogFormat, Vec<Message>), TranscriptError
     let mut messages = Vec::with_capacity(raw.len() + 1);
     messages.extend(system.map(Message::system));
     for (index, message) in raw.iter().enumerate() {
+        if format == LogFormat::OpenAiChat
+            && let Some(read) = openai_typed::read(message.get())
+        {
+            messages.push(read);
+            continue;
+        }
         let value: Value = serde_json::from_str(message.get())
             .map_err(|e| TranscriptError { index, reason: format!("not JSON: {e}") })?;
         let one = std::slice::from_ref(&value);
