@@ -1,15 +1,19 @@
 //! Token counting with OpenAI's tiktoken vocabularies (F29): cl100k_base by default as a
-//! cross-provider proxy, o200k_base selectable. Counted with `bpe-openai` (github/rust-gems),
-//! which gives tiktoken's exact counts (tested against tiktoken-rs) 2–3× faster: counting is
-//! most of what the audit and compaction's first pass spend.
+//! cross-provider proxy, o200k_base selectable, with tiktoken's exact counts (tested against
+//! tiktoken-rs). Counting is most of what the audit and compaction's first pass spend, so a
+//! text goes through cheap steps before expensive ones: cl100k's pre-tokenizer written out for
+//! ASCII, a per-thread table of recent short pieces, the vocabulary (a piece that is a token
+//! counts 1), a per-thread memo of longer pieces, tiktoken's merging for pieces of up to 48
+//! bytes, and `bpe-openai`'s encoder (github/rust-gems) for the rest.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use foldhash::fast::FixedState;
 
 use looprail_loop_core::context::TokenCounter;
 
+use crate::merge::{MERGED_UP_TO, merged_count};
 use crate::pretokenize::split_cl100k;
 use looprail_loop_core::message::{ContentPart, Message};
 
@@ -60,11 +64,11 @@ struct Vocabulary {
     tokenizer: &'static bpe_openai::Tokenizer,
     /// Which of a thread's piece maps is this vocabulary's.
     slot: usize,
-    /// Tokens of up to 7 bytes, [`packed`] into a word: most pieces are short, and a word
-    /// hashes and compares in one instruction.
-    short: HashSet<u64, FixedState>,
-    /// The longer tokens.
-    tokens: HashSet<&'static [u8], FixedState>,
+    /// Tokens of up to 7 bytes, [`packed`] into a word, with their ranks (ids): most pieces
+    /// are short, and a word hashes and compares in one instruction.
+    short: HashMap<u64, u32, FixedState>,
+    /// The longer tokens, with their ranks.
+    tokens: HashMap<&'static [u8], u32, FixedState>,
 }
 
 /// A piece of at most 7 bytes as one word: its bytes (little-endian), and its length in the
@@ -94,9 +98,9 @@ fn packed(bytes: &[u8]) -> Option<u64> {
 impl Vocabulary {
     fn of(tokenizer: &'static bpe_openai::Tokenizer, slot: usize) -> Self {
         let bpe = &tokenizer.bpe;
-        let all = (0..bpe.num_tokens() as u32).map(|id| bpe.token_bytes(id));
-        let short = all.clone().filter_map(packed).collect();
-        let tokens = all.filter(|t| packed(t).is_none()).collect();
+        let all = (0..bpe.num_tokens() as u32).map(|id| (bpe.token_bytes(id), id));
+        let short = all.clone().filter_map(|(t, id)| Some((packed(t)?, id))).collect();
+        let tokens = all.filter(|(t, _)| packed(t).is_none()).collect();
         Self { tokenizer, slot, short, tokens }
     }
 
@@ -122,22 +126,36 @@ impl Vocabulary {
             if slot.0 == word {
                 return slot.1 as usize;
             }
-            let count = if self.short.contains(&word) { 1 } else { self.encoded(&mut cache.longer, bytes) };
+            let count =
+                if self.short.contains_key(&word) { 1 } else { self.encoded(&mut cache.longer, bytes) };
             *slot = (word, count as u32);
             return count;
         }
-        if self.tokens.contains(bytes) {
+        if self.tokens.contains_key(bytes) {
             return 1;
         }
         self.encoded(&mut cache.longer, bytes)
     }
 
-    /// A piece that is not a single token: its remembered count, else the encoder's.
+    /// The rank of the token whose bytes these are, if they are one.
+    fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        match packed(bytes) {
+            Some(word) => self.short.get(&word).copied(),
+            None => self.tokens.get(bytes).copied(),
+        }
+    }
+
+    /// A piece that is not a single token: its remembered count, else tiktoken's merging
+    /// (short pieces) or the encoder's.
     fn encoded(&self, pieces: &mut PieceCounts, bytes: &[u8]) -> usize {
         if let Some(count) = pieces.get(bytes) {
             return *count as usize;
         }
-        let count = self.tokenizer.bpe.count(bytes);
+        let count = if bytes.len() <= MERGED_UP_TO {
+            merged_count(bytes, |joined| self.rank(joined))
+        } else {
+            self.tokenizer.bpe.count(bytes)
+        };
         if pieces.len() >= PIECES_KEPT {
             pieces.clear();
         }

@@ -42,6 +42,7 @@
 mod counter;
 mod ledger;
 mod memo;
+mod merge;
 pub mod pairs;
 mod pretokenize;
 mod strategies;
