@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -76,13 +78,7 @@ async fn a_growing_history_is_summarised_once_then_the_summary_reused_and_extend
     let mut ids = Vec::new();
     for step in 0..40 {
         let body = json!({"model": "m", "messages": messages, "tools": tools});
-        let response = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
+        let response = common::post_json(&client, &url, &body).await;
         assert_eq!(response.status(), 200);
         ids.push(response.headers()["x-looprail-run"].to_str().unwrap().to_owned());
         let answer: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
@@ -154,13 +150,7 @@ async fn a_compacted_anthropic_request_still_alternates_and_pairs_every_result_w
     let client = reqwest::Client::new();
     for step in 0..25 {
         let body = json!({"model": "c", "max_tokens": 100, "system": "You review code.", "messages": messages, "tools": tools});
-        let response = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
+        let response = common::post_json(&client, &url, &body).await;
         assert_eq!(response.status(), 200);
         let answer: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
         let id = answer["content"][1]["id"].clone();

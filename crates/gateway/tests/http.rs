@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::Duration;
 
 use looprail_gateway::{Gateway, GatewayConfig};
@@ -139,13 +141,8 @@ async fn a_stream_that_breaks_upstream_ends_with_the_apis_error_event() {
     .await;
     let gw = start(&upstream.url, None).await;
     let body = json!({ "model": "m", "stream": true, "messages": [{ "role": "user", "content": "hi" }] });
-    let response = reqwest::Client::new()
-        .post(format!("{gw}/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response =
+        common::post_json(&reqwest::Client::new(), &format!("{gw}/v1/chat/completions"), &body).await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let text =
         tokio::time::timeout(Duration::from_secs(10), response.text()).await.expect("never a hang").unwrap();
@@ -179,13 +176,7 @@ async fn a_relayed_stream_is_stored_before_its_terminal_event_reaches_the_client
     let mut ids = Vec::new();
     for _ in 0..5 {
         let body = json!({"model": "m", "stream": true, "messages": messages, "tools": tools});
-        let response = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
+        let response = common::post_json(&client, &url, &body).await;
         ids.push(response.headers()["x-looprail-run"].to_str().unwrap().to_owned());
         let mut stream = response.bytes_stream();
         let mut seen = String::new();

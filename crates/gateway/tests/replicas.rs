@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use looprail_gateway::{Gateway, GatewayConfig};
 use looprail_journal::{PostgresStore, SqliteStore};
 use looprail_providers::fake::{FakeServer, Reply};
@@ -32,13 +34,12 @@ async fn drive(urls: &[String]) -> (usize, Vec<String>) {
     ];
     let mut ids = Vec::new();
     for step in 0..40 {
-        let response = client
-            .post(&urls[step % urls.len()])
-            .header("content-type", "application/json")
-            .body(json!({"model": "m", "messages": messages, "tools": tools}).to_string())
-            .send()
-            .await
-            .unwrap();
+        let response = common::post_json(
+            &client,
+            &urls[step % urls.len()],
+            &json!({"model": "m", "messages": messages, "tools": tools}),
+        )
+        .await;
         ids.push(response.headers()["x-looprail-run"].to_str().unwrap().to_owned());
         let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
         let message = body["choices"][0]["message"].clone();
