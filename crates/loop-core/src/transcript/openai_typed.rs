@@ -1,15 +1,13 @@
 //! The common shape of an OpenAI chat message read straight into a [`Message`], without a
 //! JSON tree in between: most of a log's bytes are its messages' strings, and building a tree
-//! then copying its strings out cost as much as reading them. Whatever this does not take
-//! exactly as [`from_openai_messages`](super::from_openai_messages) would (a duplicate key, a
-//! `null` id or arguments, a field of an unexpected type) it declines, and the tree reads it.
+//! then copying its strings out cost as much as reading them (only `content` and `arguments`
+//! are read as values, their strings moved out). Whatever this does not take exactly as
+//! [`from_openai_messages`](super::from_openai_messages) would (a duplicate key, a `null` id or
+//! arguments, a field of an unexpected type) it declines, and the tree reads it.
 
 use std::borrow::Cow;
 
-use std::fmt;
-
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
@@ -20,7 +18,7 @@ struct TypedMessage<'a> {
     role: Cow<'a, str>,
     /// Absent and `null` both read as no text, as in the tree.
     #[serde(default)]
-    content: Option<Content>,
+    content: Option<Value>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<TypedCall<'a>>>,
     /// `None` for absent and for `null`, which the tree tells apart: the tool role declines it.
@@ -42,77 +40,28 @@ struct TypedFunction<'a> {
     name: Cow<'a, str>,
     /// `None` for absent (no arguments) and for `null` (the text `null`): declined.
     #[serde(default)]
-    arguments: Option<Arguments>,
+    arguments: Option<Value>,
 }
 
-/// A message's `content` as text, read in one pass: a string as itself, a list of parts as
-/// the tree joins them. Anything else is declined (an error here sends the message to the tree).
-struct Content(String);
-
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = Content;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or a list of parts")
-            }
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Content, E> {
-                Ok(Content(text.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Content, E> {
-                Ok(Content(text))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut parts = Vec::new();
-                while let Some(part) = seq.next_element::<Value>()? {
-                    parts.push(part);
-                }
-                Ok(Content(super::text_of(Some(&Value::Array(parts)))))
-            }
-        }
-        deserializer.deserialize_any(Text)
-    }
-}
-
-/// A call's `arguments` as text: a string as itself, an object as the tree writes it out.
-/// Anything else is declined.
-struct Arguments(String);
-
-impl<'de> Deserialize<'de> for Arguments {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = Arguments;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an object")
-            }
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Arguments, E> {
-                Ok(Arguments(text.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Arguments, E> {
-                Ok(Arguments(text))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Arguments, A::Error> {
-                let object = serde_json::Map::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Arguments(Value::Object(object).to_string()))
-            }
-        }
-        deserializer.deserialize_any(Text)
+/// A field's value as the tree reads it into text, the string moved out rather than copied.
+fn owned_text(value: Value, of_tree: impl Fn(&Value) -> String) -> String {
+    match value {
+        Value::String(text) => text,
+        other => of_tree(&other),
     }
 }
 
 /// The message in `raw`, when it has the common shape; `None` leaves it to the tree.
 pub(super) fn read(raw: &str) -> Option<Message> {
     let message: TypedMessage<'_> = serde_json::from_str(raw).ok()?;
-    let content = message.content.map(|c| c.0).unwrap_or_default();
+    let content = message.content.map(|c| owned_text(c, |v| super::text_of(Some(v)))).unwrap_or_default();
     Some(match message.role.as_ref() {
         "system" | "developer" => Message::system(content),
         "user" => Message::user(content),
         "assistant" => {
             let mut calls = Vec::new();
             for call in message.tool_calls.into_iter().flatten() {
-                let arguments = call.function.arguments?.0;
+                let arguments = owned_text(call.function.arguments?, Value::to_string);
                 calls.push(ToolCall::new(call.id, call.function.name, arguments));
             }
             Message::assistant_with_calls(Some(content), calls)
