@@ -44,9 +44,11 @@ mod ledger;
 mod memo;
 mod merge;
 pub mod pairs;
+mod pieces;
 mod pretokenize;
 mod strategies;
 pub mod summary;
+mod vocabulary;
 
 pub use counter::{Encoding, IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_PART_OVERHEAD, TiktokenCounter};
 pub use ledger::TokenLedger;
