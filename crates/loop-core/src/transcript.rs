@@ -293,6 +293,18 @@ fn raw_messages(text: &str) -> Result<(Option<String>, Vec<&RawValue>), Transcri
 /// The log is read one message at a time: besides the text, memory holds the messages read so
 /// far and one message's JSON, never a tree of the whole log.
 pub fn read_log(text: &str) -> Result<(LogFormat, Vec<Message>), TranscriptError> {
+    // The usual document in one pass; anything else message by message.
+    if text.trim_start().starts_with('{')
+        && let Some(messages) = openai_typed::read_document(text)
+    {
+        return Ok((LogFormat::OpenAiChat, messages));
+    }
+    read_log_by_message(text)
+}
+
+/// [`read_log`] one message at a time: the messages split out as raw JSON, the format told
+/// from their blocks, each message read typed when it can be and as a tree otherwise.
+fn read_log_by_message(text: &str) -> Result<(LogFormat, Vec<Message>), TranscriptError> {
     let (system, raw) = raw_messages(text)?;
     let format = if raw.iter().any(|m| has_anthropic_blocks(m)) {
         LogFormat::AnthropicMessages

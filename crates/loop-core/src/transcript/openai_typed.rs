@@ -4,6 +4,10 @@
 //! are read as values, their strings moved out). Whatever this does not take exactly as
 //! [`from_openai_messages`](super::from_openai_messages) would (a duplicate key, a `null` id or
 //! arguments, a field of an unexpected type) it declines, and the tree reads it.
+//!
+//! A whole `{"messages": [...]}` document of such messages is read in one pass
+//! ([`read_document`]); one message that would be declined, or one block that makes the log
+//! Anthropic's, declines the document, and the caller reads it message by message.
 
 use std::borrow::Cow;
 
@@ -51,9 +55,47 @@ fn owned_text(value: Value, of_tree: impl Fn(&Value) -> String) -> String {
     }
 }
 
+/// A log document whose messages all parse in the common shape.
+#[derive(Deserialize)]
+struct TypedDocument<'a> {
+    #[serde(borrow)]
+    messages: Vec<TypedMessage<'a>>,
+    #[serde(borrow, default)]
+    system: Option<&'a serde_json::value::RawValue>,
+}
+
+/// The messages of a `{"messages": [...]}` document in one pass, with its Anthropic `system`
+/// text first, when every message has the common OpenAI shape; `None` leaves the document to
+/// the message-by-message reading (which also tells the formats apart).
+pub(super) fn read_document(text: &str) -> Option<Vec<Message>> {
+    let document: TypedDocument<'_> = serde_json::from_str(text).ok()?;
+    if document.messages.iter().any(|m| m.content.as_ref().is_some_and(has_anthropic_blocks)) {
+        return None;
+    }
+    let mut messages = Vec::with_capacity(document.messages.len() + 1);
+    messages.extend(super::system_text(document.system).map(Message::system));
+    for message in document.messages {
+        messages.push(convert(message)?);
+    }
+    Some(messages)
+}
+
+/// True when `content` holds `tool_use` or `tool_result` blocks (Anthropic's).
+fn has_anthropic_blocks(content: &Value) -> bool {
+    content.as_array().is_some_and(|blocks| {
+        blocks
+            .iter()
+            .any(|b| matches!(b.get("type").and_then(Value::as_str), Some("tool_use" | "tool_result")))
+    })
+}
+
 /// The message in `raw`, when it has the common shape; `None` leaves it to the tree.
 pub(super) fn read(raw: &str) -> Option<Message> {
-    let message: TypedMessage<'_> = serde_json::from_str(raw).ok()?;
+    convert(serde_json::from_str(raw).ok()?)
+}
+
+/// A parsed message as a [`Message`], when the tree would read it the same way.
+fn convert(message: TypedMessage<'_>) -> Option<Message> {
     let content = message.content.map(|c| owned_text(c, |v| super::text_of(Some(v)))).unwrap_or_default();
     Some(match message.role.as_ref() {
         "system" | "developer" => Message::system(content),
@@ -172,6 +214,32 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+
+        /// A document read in one pass reads as it does message by message (most generated
+        /// documents are declined as a whole: one odd message is enough; the common ones are
+        /// taken).
+        #[test]
+        fn a_document_read_in_one_pass_equals_the_reading_by_message(
+            messages in proptest::collection::vec(message(), 0..4),
+            common in proptest::collection::vec(
+                prop_oneof![
+                    Just(r#"{"role":"user","content":"a \"quoted\" word\n"}"#),
+                    Just(r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{\"a\":1}"}}]}"#),
+                    Just(r#"{"role":"tool","tool_call_id":"c1","name":"ls","content":[{"type":"text","text":"x"}]}"#),
+                    Just(r#"{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}"#),
+                    Just(r#"{"role":"system","content":"s","extra":{"nested":[1,2]}}"#),
+                ],
+                0..4,
+            ),
+            system in prop_oneof![Just(""), Just(r#","system":"Be brief.""#)],
+        ) {
+            let all: Vec<String> = messages.into_iter().chain(common.into_iter().map(str::to_owned)).collect();
+            let document = format!(r#"{{"messages":[{}]{system},"meta":{{"k":[1]}}}}"#, all.join(","));
+            if let Some(one_pass) = read_document(&document) {
+                let by_message = super::super::read_log_by_message(&document).map(|(_, m)| m);
+                prop_assert_eq!(Ok(one_pass), by_message);
+            }
+        }
 
         /// Whatever the typed reading takes, it reads as the tree does (about an eighth of
         /// these generated messages are taken; the rest are declined or invalid).
