@@ -25,7 +25,6 @@ pub fn run(
     guards.extend(default_stack(&config.guardrails));
     let per_message: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
     let replayed = replay_counted(&messages, &mut guards, &config.loop_, &per_message);
-    let tokens = tokens(&messages, &per_message, config, counter);
     // Tokens a stop would have saved: the part of the conversation after the stop point.
     let saved_tokens = replayed.stopped_at.map_or(0, |at| {
         let cut = messages
@@ -41,19 +40,26 @@ pub fn run(
             .map_or(messages.len(), |(i, _)| i + 1);
         per_message[cut.min(messages.len())..].iter().sum()
     });
+    let tokens = tokens(messages, &per_message, config, counter);
     RunReport::new(name, replayed, tokens, saved_tokens)
 }
 
 /// The conversation's peak size, and its peak with auto-compaction deciding before every model
 /// call (with no summary model offline, the deterministic truncation stands in for summaries).
-/// `per_message` holds each message's count.
+/// `per_message` holds each message's count. The messages move into the simulated context
+/// (copying them cost as much as reading the log).
 fn tokens(
-    messages: &[Message],
+    messages: Vec<Message>,
     per_message: &[u64],
     config: &LooprailConfig,
     counter: &Arc<MemoCounter>,
 ) -> Tokens {
     let peak = per_message.iter().sum();
+    // A log only grows, so a conversation whose whole size stays within the compaction limit
+    // never crosses it: compaction would change nothing, and is not simulated.
+    if peak <= config.compaction.limit() {
+        return Tokens { peak, peak_with_compaction: peak };
+    }
     let shared: Arc<dyn TokenCounter> = counter.clone();
     let mut policy = AutoCompaction::new(config.compaction.clone()).with_counter(shared);
     let mut working: Vec<Message> = Vec::with_capacity(messages.len());
@@ -69,7 +75,7 @@ fn tokens(
             }
             compacted_peak = compacted_peak.max(ledger.sync(&working, counter.as_ref()));
         }
-        working.push(message.clone());
+        working.push(message);
     }
     compacted_peak = compacted_peak.max(ledger.sync(&working, counter.as_ref()));
     Tokens { peak, peak_with_compaction: compacted_peak }

@@ -73,7 +73,9 @@ impl AutoCompactionConfig {
         Ok(())
     }
 
-    fn limit(&self) -> u64 {
+    /// The context size above which a recovery action runs (`threshold` of the window): a
+    /// conversation that never grows past it is never compacted.
+    pub fn limit(&self) -> u64 {
         (self.context_window as f64 * self.threshold) as u64
     }
 }
