@@ -61,6 +61,7 @@ mod config;
 mod consecutive_steps;
 mod detection;
 pub mod detectors;
+mod error_patterns;
 mod error_streak;
 #[cfg(feature = "proptest")]
 pub mod kit;

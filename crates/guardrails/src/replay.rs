@@ -10,52 +10,7 @@ use looprail_loop_core::provider::{ModelResponse, StopReason};
 use looprail_loop_core::tool::ToolChoice;
 use serde::{Deserialize, Serialize};
 
-/// Decides which logged tool results are errors (real logs carry no flag).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ErrorPatterns {
-    /// A result starting with one of these (after leading whitespace) is an error.
-    pub prefixes: Vec<String>,
-    /// A result containing one of these is an error.
-    pub contains: Vec<String>,
-}
-
-impl Default for ErrorPatterns {
-    fn default() -> Self {
-        let owned = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
-        Self {
-            prefixes: owned(&["Error", "error:", "ERROR", "Exception", "Traceback"]),
-            contains: owned(&[
-                "No such file or directory",
-                "command not found",
-                "Permission denied",
-                "Traceback (most recent call last)",
-                "not found",
-            ]),
-        }
-    }
-}
-
-impl ErrorPatterns {
-    /// True when `text` reads as an error.
-    pub fn is_error(&self, text: &str) -> bool {
-        let trimmed = text.trim_start();
-        self.prefixes.iter().any(|p| trimmed.starts_with(p.as_str()))
-            || self.contains.iter().any(|c| text.contains(c.as_str()))
-    }
-
-    /// Marks as errors the tool results of `messages` that these patterns recognise (a result
-    /// already flagged by its log, as Anthropic's are, stays flagged).
-    pub fn classify(&self, messages: &mut [Message]) {
-        for message in messages.iter_mut().filter(|m| m.role == Role::Tool) {
-            for part in &mut message.content {
-                if let looprail_loop_core::message::ContentPart::ToolResult(result) = part {
-                    result.is_error = result.is_error || self.is_error(&result.content);
-                }
-            }
-        }
-    }
-}
+pub use crate::error_patterns::ErrorPatterns;
 
 /// One guard event at a tool call, as the audit reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

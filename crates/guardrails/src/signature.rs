@@ -135,8 +135,9 @@ pub fn canonical_json(value: &Value, cut: usize, out: &mut String) {
     }
 }
 
-/// An object's entries, borrowed from the text, in document order.
-struct Entries<'a>(Vec<(&'a str, &'a serde_json::value::RawValue)>);
+/// An object's entries in document order: keys borrowed from the text (decoded when they hold
+/// escapes), values as raw text.
+struct Entries<'a>(Vec<(std::borrow::Cow<'a, str>, &'a serde_json::value::RawValue)>);
 
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Entries<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -148,8 +149,10 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Entries<'a> {
             }
             fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
                 let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some(entry) = map.next_entry::<&'de str, &'de serde_json::value::RawValue>()? {
-                    entries.push(entry);
+                while let Some((key, value)) =
+                    map.next_entry::<CowKey<'de>, &'de serde_json::value::RawValue>()?
+                {
+                    entries.push((key.0, value));
                 }
                 Ok(Entries(entries))
             }
@@ -158,9 +161,31 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Entries<'a> {
     }
 }
 
-/// Feeds the canonical JSON of `raw` to `h` straight from the text, borrowing keys and values.
-/// Returns false (having fed a partial hash) when the text needs the allocating path: it is not
-/// JSON, or a key or string holds escapes.
+/// A key borrowed from the text when it can be, decoded when it holds escapes.
+struct CowKey<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for CowKey<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = CowKey<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(CowKey(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(CowKey(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Visit(std::marker::PhantomData))
+    }
+}
+
+/// Feeds the canonical JSON of `raw` to `h` straight from the text, borrowing keys and values
+/// (decoding only strings that hold escapes). Returns false (having fed a partial hash) when
+/// the text is not JSON.
 fn hash_raw(raw: &str, h: &mut Fnv64) -> bool {
     use serde_json::value::RawValue;
     let raw = raw.trim();
@@ -169,15 +194,13 @@ fn hash_raw(raw: &str, h: &mut Fnv64) -> bool {
             let Ok(Entries(mut entries)) = serde_json::from_str::<Entries<'_>>(raw) else {
                 return false;
             };
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             h.write_byte(b'{');
             for (i, (key, value)) in entries.iter().enumerate() {
                 if i > 0 {
                     h.write_byte(b',');
                 }
-                h.write_byte(b'"');
-                h.write(key.as_bytes());
-                h.write_byte(b'"');
+                write_json_string(key, h);
                 h.write_byte(b':');
                 if !hash_raw(value.get(), h) {
                     return false;
@@ -202,12 +225,19 @@ fn hash_raw(raw: &str, h: &mut Fnv64) -> bool {
         }
         Some(b'"') => {
             let inner = &raw[1..raw.len().saturating_sub(1).max(1)];
-            if inner.contains('\\') || !raw.ends_with('"') || raw.len() < 2 {
+            if !raw.ends_with('"') || raw.len() < 2 {
                 return false;
             }
-            h.write_byte(b'"');
-            h.write(inner.as_bytes());
-            h.write_byte(b'"');
+            if !inner.contains('\\') {
+                // No escapes (RawValue has checked there is no control character either):
+                // serde_json writes it back as it is.
+                h.write_byte(b'"');
+                h.write(inner.as_bytes());
+                h.write_byte(b'"');
+                return true;
+            }
+            let Ok(decoded) = serde_json::from_str::<String>(raw) else { return false };
+            write_json_string(&decoded, h);
             true
         }
         // A number, `true`, `false` or `null`, as written (RawValue has checked it).
@@ -254,15 +284,57 @@ fn hash_canonical(value: &Value, h: &mut Fnv64) {
     }
 }
 
-/// Feeds a JSON string literal; plain strings (the common case) go straight through.
+/// Feeds `s` as a JSON string literal. A plain string goes straight through as `"`, its
+/// bytes and `"`; one that needs escapes is written escaped exactly as serde_json writes it
+/// (`"` and `\\`, the short escapes for `\b \f \n \r \t`, `\u00XX` for other control
+/// characters) into a reused buffer and fed in one piece. (Signatures are saved with runs, and
+/// [`Fnv64`] hashes eight bytes at a time, so how bytes are fed must not change.)
 fn write_json_string(s: &str, h: &mut Fnv64) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f) {
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
         h.write_byte(b'"');
         h.write(s.as_bytes());
         h.write_byte(b'"');
-    } else {
-        h.write(Value::String(s.to_owned()).to_string().as_bytes());
+        return;
     }
+    thread_local! {
+        static LITERAL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    LITERAL.with(|literal| {
+        let mut literal = literal.borrow_mut();
+        literal.clear();
+        escape_json_string(s, &mut literal);
+        h.write(&literal);
+    });
+}
+
+/// `s` as a JSON string literal, as serde_json escapes it.
+fn escape_json_string(s: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut from = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x08 => b'b',
+            0x0c => b'f',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            b'\t' => b't',
+            0x00..=0x1f => b'u',
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[from..i]);
+        out.extend_from_slice(&[b'\\', short]);
+        if short == b'u' {
+            out.extend_from_slice(&[b'0', b'0', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
+        }
+        from = i + 1;
+    }
+    out.extend_from_slice(&bytes[from..]);
+    out.push(b'"');
 }
 
 /// The canonical form of a raw arguments text; text that is not JSON is used as it is, with
@@ -308,7 +380,7 @@ impl CallSignature {
         h.write_byte(0);
         let raw = raw_arguments.trim();
         if !hash_raw(raw, &mut h) {
-            // Escaped keys or strings: take the slow, allocating path.
+            // Not JSON after all (RawValue is stricter on some inputs): the tree decides.
             let mut h2 = Fnv64::default();
             h2.write(tool.as_bytes());
             h2.write_byte(0);
@@ -470,11 +542,38 @@ mod tests {
         assert!(canonical_arguments(&args_a).len() > 5000);
     }
 
+    proptest::proptest! {
+        /// Strings are escaped byte for byte as serde_json escapes them.
+        #[test]
+        fn strings_are_escaped_as_serde_json_escapes_them(s in "(\\PC|[\\x00-\\x1f\"\\\\\\x7f])*") {
+            let mut ours = Vec::new();
+            escape_json_string(&s, &mut ours);
+            proptest::prop_assert_eq!(String::from_utf8(ours).ok(), serde_json::to_string(&s).ok());
+        }
+    }
+
+    #[test]
+    fn signatures_keep_their_values() {
+        // Signatures are saved with runs: these values must not change between versions.
+        // (Values computed by the version before escaped strings were hashed without a tree.)
+        assert_eq!(
+            CallSignature::of("grep", r#"{"pattern": "x", "path": "src"}"#).call,
+            0x0162_dba2_2238_ff62
+        );
+        assert_eq!(
+            CallSignature::of("edit", r#"{"text": "a\nb \"q\"", "path": "f"}"#).call,
+            0xeb92_b4dc_f37a_41c5
+        );
+    }
+
     #[test]
     fn fast_and_allocating_paths_agree() {
-        for args in
-            [r#"{"b": [1, 2, {"z": "q", "a": null}], "a": "x"}"#, r#"{"k": "a\nb", "j": 1.5}"#, "not json"]
-        {
+        for args in [
+            r#"{"b": [1, 2, {"z": "q", "a": null}], "a": "x"}"#,
+            r#"{"k": "a\nb", "j": 1.5}"#,
+            r#"{"k\"ey": ["tab\there", "\u0041\u00e9"], "a\u0041": {"x": "\\"}}"#,
+            "not json",
+        ] {
             let value: Option<Value> = serde_json::from_str(args).ok();
             let mut slow = Fnv64::default();
             slow.write(b"t");
