@@ -46,6 +46,7 @@ mod merge;
 pub mod pairs;
 mod pieces;
 mod pretokenize;
+mod shared_counts;
 mod strategies;
 pub mod summary;
 mod vocabulary;

@@ -12,12 +12,15 @@ use foldhash::fast::FixedState;
 
 use crate::merge;
 use crate::pretokenize::{Cut, for_each_piece};
+use crate::shared_counts::SharedCounts;
 use crate::vocabulary::{PACKED_MAX, Packed, RankTable, cl100k_tokens, mix, packed, packed_in};
 
 /// A vocabulary with its pre-tokenizer.
 pub(crate) struct Vocabulary {
     ranks: RankTable,
     split: Split,
+    /// Merged pieces' counts, for every thread.
+    shared: SharedCounts,
     /// Which of a thread's caches is this vocabulary's.
     slot: usize,
 }
@@ -33,7 +36,12 @@ enum Split {
 impl Vocabulary {
     /// cl100k_base, from the vocabulary embedded at build time (no encoder is deserialised).
     pub(crate) fn cl100k() -> Self {
-        Self { ranks: RankTable::new(cl100k_tokens()), split: Split::Cl100k, slot: 0 }
+        Self {
+            ranks: RankTable::new(cl100k_tokens()),
+            split: Split::Cl100k,
+            shared: SharedCounts::default(),
+            slot: 0,
+        }
     }
 
     /// o200k_base, from bpe-openai's prebuilt tokenizer and its regex.
@@ -41,7 +49,12 @@ impl Vocabulary {
         let tokenizer = bpe_openai::o200k_base();
         let bpe = &tokenizer.bpe;
         let tokens = (0..bpe.num_tokens() as u32).map(|id| bpe.token_bytes(id));
-        Self { ranks: RankTable::new(tokens), split: Split::Regex(tokenizer), slot: 1 }
+        Self {
+            ranks: RankTable::new(tokens),
+            split: Split::Regex(tokenizer),
+            shared: SharedCounts::default(),
+            slot: 1,
+        }
     }
 
     /// The number of tokens in `text`.
@@ -92,13 +105,21 @@ impl Vocabulary {
             None => match cache.merged.get(&key) {
                 Some(count) => usize::from(*count),
                 None => {
-                    let spans = &mut cache.spans;
-                    let count = merge::count(piece, |bytes| span_rank(&self.ranks, spans, bytes));
+                    let count = match self.shared.packed(key) {
+                        Some(count) => count,
+                        None => {
+                            let spans = &mut cache.spans;
+                            let count =
+                                merge::count(piece, |bytes| span_rank(&self.ranks, spans, bytes)) as u8;
+                            self.shared.remember_packed(key, count);
+                            count
+                        }
+                    };
                     if cache.merged.len() >= MERGED_KEPT {
                         cache.merged.clear();
                     }
-                    cache.merged.insert(key, count as u8);
-                    count
+                    cache.merged.insert(key, count);
+                    usize::from(count)
                 }
             },
         };
@@ -117,13 +138,21 @@ impl Vocabulary {
         if let Some(count) = cache.longer.get(piece) {
             return *count as usize;
         }
-        let spans = &mut cache.spans;
-        let count = merge::count(piece, |bytes| span_rank(&self.ranks, spans, bytes));
+        let count = match self.shared.longer(piece) {
+            Some(count) => count,
+            None => {
+                let spans = &mut cache.spans;
+                let count = merge::count(piece, |bytes| span_rank(&self.ranks, spans, bytes));
+                let count = u32::try_from(count).unwrap_or(u32::MAX);
+                self.shared.remember_longer(piece, count);
+                count
+            }
+        };
         if cache.longer.len() >= LONGER_KEPT {
             cache.longer.clear();
         }
-        cache.longer.insert(piece.into(), u32::try_from(count).unwrap_or(u32::MAX));
-        count
+        cache.longer.insert(piece.into(), count);
+        count as usize
     }
 }
 

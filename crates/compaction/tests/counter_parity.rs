@@ -1,5 +1,6 @@
-//! The counter gives tiktoken's exact counts (it counts with bpe-openai for speed, issue 16):
-//! checked against tiktoken-rs on awkward fixed texts and on random Unicode.
+//! The counter gives tiktoken's exact counts (issue 16): checked against tiktoken-rs on awkward
+//! fixed texts, on random Unicode, on long texts of mixed pieces, and from several threads at
+//! once (they share what they merged).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -53,4 +54,72 @@ proptest! {
             prop_assert_eq!(counter.count_text(&ascii), reference(encoding, &ascii));
         }
     }
+}
+
+/// Texts of many multi-token pieces (identifiers, runs of punctuation and spaces, numbers),
+/// long enough to cross the 64-byte blocks and fill the caches.
+fn mixed_text(seed: u64, len: usize) -> String {
+    const PARTS: &[&str] = &[
+        " ValidationError",
+        "_objs",
+        " comprehensively",
+        "====",
+        "    ",
+        "\t\t",
+        "\n",
+        "12345",
+        "'re",
+        " x",
+        "(",
+        ")",
+        "::",
+        "Über",
+        "ß",
+        " naïve",
+        "getattr",
+        "__init__",
+        "0xdeadbeef",
+        "-----",
+        "\r\n",
+        " the",
+        "ing",
+        "é",
+        "🎉",
+    ];
+    let mut state = seed | 1;
+    let mut text = String::new();
+    while text.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        text.push_str(PARTS[(state % PARTS.len() as u64) as usize]);
+    }
+    text
+}
+
+#[test]
+fn long_mixed_texts_count_as_tiktoken_counts_them() {
+    let counter = TiktokenCounter::default();
+    for seed in 0..40 {
+        let text = mixed_text(seed, 5_000);
+        assert_eq!(counter.count_text(&text), reference(Encoding::Cl100kBase, &text), "seed {seed}");
+    }
+}
+
+#[test]
+fn threads_counting_at_once_agree_with_tiktoken() {
+    // Eight threads count overlapping texts at the same time: each merges pieces the others
+    // may be merging, and reads counts the others stored.
+    let texts: Vec<String> = (0..64).map(|seed| mixed_text(seed % 16, 3_000)).collect();
+    std::thread::scope(|scope| {
+        for offset in 0..8 {
+            let texts = &texts;
+            scope.spawn(move || {
+                let counter = TiktokenCounter::default();
+                for text in texts.iter().cycle().skip(offset * 8).take(64) {
+                    assert_eq!(counter.count_text(text), reference(Encoding::Cl100kBase, text));
+                }
+            });
+        }
+    });
 }
