@@ -228,16 +228,22 @@ fn hash_raw(raw: &str, h: &mut Fnv64) -> bool {
             if !raw.ends_with('"') || raw.len() < 2 {
                 return false;
             }
-            if !inner.contains('\\') {
-                // No escapes (RawValue has checked there is no control character either):
-                // serde_json writes it back as it is.
-                h.write_byte(b'"');
-                h.write(inner.as_bytes());
-                h.write_byte(b'"');
-                return true;
+            match memchr::memchr(b'\\', inner.as_bytes()) {
+                None => {
+                    // No escapes (RawValue has checked there is no control character either):
+                    // serde_json writes it back as it is.
+                    h.write_byte(b'"');
+                    h.write(inner.as_bytes());
+                    h.write_byte(b'"');
+                }
+                // Escapes serde_json would write the same way: the literal is already
+                // canonical, and is fed in one piece as `write_json_string` feeds it.
+                Some(first) if canonical_escapes(inner.as_bytes(), first) => h.write(raw.as_bytes()),
+                Some(_) => {
+                    let Ok(decoded) = serde_json::from_str::<String>(raw) else { return false };
+                    write_json_string(&decoded, h);
+                }
             }
-            let Ok(decoded) = serde_json::from_str::<String>(raw) else { return false };
-            write_json_string(&decoded, h);
             true
         }
         // A number, `true`, `false` or `null`, as written (RawValue has checked it).
@@ -290,7 +296,7 @@ fn hash_canonical(value: &Value, h: &mut Fnv64) {
 /// characters) into a reused buffer and fed in one piece. (Signatures are saved with runs, and
 /// [`Fnv64`] hashes eight bytes at a time, so how bytes are fed must not change.)
 fn write_json_string(s: &str, h: &mut Fnv64) {
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    if first_to_escape(s.as_bytes(), 0).is_none() {
         h.write_byte(b'"');
         h.write(s.as_bytes());
         h.write_byte(b'"');
@@ -307,6 +313,63 @@ fn write_json_string(s: &str, h: &mut Fnv64) {
     });
 }
 
+/// Where the first byte from `from` on that JSON escapes is (a control character, `"` or
+/// `\\`), looking at eight bytes at a time: long arguments (whole files) are mostly plain.
+fn first_to_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
+    let mut at = from;
+    while at + 8 <= bytes.len() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[at..at + 8]);
+        let w = u64::from_le_bytes(word);
+        let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
+        if control || zero_in(w ^ (ONES * u64::from(b'"'))) || zero_in(w ^ (ONES * u64::from(b'\\'))) {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..].iter().position(|&b| b < 0x20 || b == b'"' || b == b'\\').map(|i| at + i)
+}
+
+/// True when every escape in the inside of a valid JSON string literal, the first at `first`,
+/// is the one serde_json writes for the character it stands for: `\\"` `\\\\` `\\b` `\\f`
+/// `\\n` `\\r` `\\t`, or `\\u00xx` (lower-case hex) for another control character. Such a
+/// literal is exactly what serialising its decoded text gives back.
+fn canonical_escapes(inner: &[u8], first: usize) -> bool {
+    let mut at = first;
+    loop {
+        let canonical = match inner.get(at + 1) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                at += 2;
+                true
+            }
+            Some(b'u') => {
+                let hex = inner.get(at + 2..at + 6);
+                at += 6;
+                match hex {
+                    Some([b'0', b'0', high @ (b'0' | b'1'), low]) => {
+                        let lower_hex = low.is_ascii_digit() || (b'a'..=b'f').contains(low);
+                        let value = (high - b'0') * 16
+                            + if low.is_ascii_digit() { low - b'0' } else { low - b'a' + 10 };
+                        lower_hex && !matches!(value, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        };
+        if !canonical {
+            return false;
+        }
+        match memchr::memchr(b'\\', &inner[at.min(inner.len())..]) {
+            Some(next) => at += next,
+            None => return true,
+        }
+    }
+}
+
 /// `s` as a JSON string literal, as serde_json escapes it.
 fn escape_json_string(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -314,7 +377,8 @@ fn escape_json_string(s: &str, out: &mut Vec<u8>) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut from = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    while let Some(i) = first_to_escape(bytes, from) {
+        let b = bytes[i];
         let short = match b {
             b'"' => b'"',
             b'\\' => b'\\',
@@ -323,8 +387,7 @@ fn escape_json_string(s: &str, out: &mut Vec<u8>) {
             b'\n' => b'n',
             b'\r' => b'r',
             b'\t' => b't',
-            0x00..=0x1f => b'u',
-            _ => continue,
+            _ => b'u',
         };
         out.extend_from_slice(&bytes[from..i]);
         out.extend_from_slice(&[b'\\', short]);
@@ -543,6 +606,35 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A string literal's signature is the same whether it is hashed from the text (when
+        /// its escapes are canonical) or decoded and escaped again.
+        #[test]
+        fn literals_hash_as_their_decoded_text(
+            s in "(\\PC|[\\x00-\\x1f\"\\\\\\x7f/é])*",
+            spelled in proptest::collection::vec(0usize..4, 0..8),
+        ) {
+            // The literal as serde_json writes it, and variants other writers produce.
+            let canonical = serde_json::to_string(&s).unwrap_or_default();
+            let mut texts = vec![canonical.clone()];
+            for (i, choice) in spelled.iter().enumerate() {
+                let variant = match choice {
+                    0 => canonical.replace("\\n", "\\u000a"),
+                    1 => canonical.replace('/', "\\/"),
+                    2 => canonical.replace("\\u001f", "\\u001F"),
+                    _ => canonical.replacen('é', "\\u00e9", i + 1),
+                };
+                texts.push(variant);
+            }
+            let mut expected = Fnv64::default();
+            write_json_string(&s, &mut expected);
+            let expected = expected.finish();
+            for text in texts {
+                let mut h = Fnv64::default();
+                proptest::prop_assert!(hash_raw(&text, &mut h), "{}", text);
+                proptest::prop_assert_eq!(h.finish(), expected, "{}", text);
+            }
+        }
+
         /// Strings are escaped byte for byte as serde_json escapes them.
         #[test]
         fn strings_are_escaped_as_serde_json_escapes_them(s in "(\\PC|[\\x00-\\x1f\"\\\\\\x7f])*") {
