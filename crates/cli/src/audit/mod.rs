@@ -22,6 +22,10 @@ use report::RunReport;
 /// Audits every run found under `paths`. A file that cannot be read is reported in the
 /// report's `errors` and the audit goes on; it fails only when no run at all could be read.
 pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Result<AuditReport, String> {
+    // The vocabulary's tables are built while the files are listed.
+    std::thread::spawn(|| {
+        TiktokenCounter::default();
+    });
     let (files, mut errors) = load::collect(paths);
     let started = Instant::now();
     let done = AtomicUsize::new(0);
