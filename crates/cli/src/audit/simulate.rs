@@ -10,7 +10,12 @@ use looprail::core::message::{Message, Role};
 use looprail::guardrails::default_stack;
 use looprail::guardrails::replay::replay_counted;
 
+use rayon::prelude::*;
+
 use super::report::{RunReport, Tokens};
+
+/// Runs with at least this many messages have them counted in parallel.
+const PARALLEL_COUNT_FROM: usize = 1_024;
 
 /// Replays `messages` and measures their context size with and without compaction.
 pub fn run(
@@ -23,7 +28,13 @@ pub fn run(
     // The stack a live run has: the loop's budgets and caps, then the loop guardrails.
     let mut guards = looprail::core::guards::defaults(&config.loop_);
     guards.extend(default_stack(&config.guardrails));
-    let per_message: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
+    // A long run's messages are counted on every core (a single large log is otherwise one
+    // thread's work); short ones in place, as the files around them keep the cores busy.
+    let per_message: Vec<u64> = if messages.len() >= PARALLEL_COUNT_FROM {
+        messages.par_iter().with_min_len(64).map(|m| counter.count_message(m)).collect()
+    } else {
+        messages.iter().map(|m| counter.count_message(m)).collect()
+    };
     let replayed = replay_counted(&messages, &mut guards, &config.loop_, &per_message);
     // Tokens a stop would have saved: the part of the conversation after the stop point.
     let saved_tokens = replayed.stopped_at.map_or(0, |at| {
