@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// The most bytes a piece may have to be merged here (the boundaries live on the stack).
-pub(crate) const MERGED_UP_TO: usize = 48;
+pub(crate) const MERGED_UP_TO: usize = 128;
 
 /// The number of tokens tiktoken encodes `piece` into, given each token's rank (`None` for
 /// bytes that are not a token). `piece` must be at most [`MERGED_UP_TO`] bytes and every
