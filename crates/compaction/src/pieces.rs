@@ -86,6 +86,11 @@ impl Vocabulary {
     #[inline(always)]
     fn count_piece(&self, cache: &mut PieceCache, text: &[u8], start: usize, end: usize) -> usize {
         debug_assert!(start < end, "pieces are never empty");
+        // A fifth of all pieces are one byte and another fifth two: counted without a lookup
+        // in the recent table (which they would crowd).
+        if end - start <= 2 {
+            return self.ranks.tiny_count(&text[start..end]);
+        }
         if let Some(key) = packed_in(text, start, end) {
             let slot = cache.recent[(mix(key) >> (64 - RECENT_BITS)) as usize];
             if slot & !COUNT_BITS == key {
