@@ -43,7 +43,8 @@ pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
     }
     // Only a file naming these keys can be a SWE-agent or OpenHands log: the common case, a
     // chat log, is parsed once, by the transcript reader.
-    if !(trimmed.contains("\"trajectory\"") || trimmed.contains("\"history\"")) {
+    let names = |key: &str| memchr::memmem::find(trimmed.as_bytes(), key.as_bytes()).is_some();
+    if !(names("\"trajectory\"") || names("\"history\"")) {
         return read_log(text)
             .map(|(_, messages)| vec![(None, messages)])
             .map_err(|e| format!("{e}; {EXPECTED}"));
