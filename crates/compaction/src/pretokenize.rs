@@ -76,19 +76,26 @@ fn run(bytes: &[u8], from: usize, wanted: impl Fn(Class) -> bool) -> Option<usiz
     }
 }
 
+/// One in every byte of a word.
 const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+/// The high bit of every byte of a word.
+const HIGH: u64 = 0x8080_8080_8080_8080;
 
-/// The high bit of every byte of `word` that is not an ASCII letter: lower-case it, then test
-/// `'a' <= byte <= 'z'` on all eight bytes with two adds (no byte carries into the next, as
-/// the high bits are cleared first).
+/// The high bit of each byte of the 7-bit `x` that lies in `low..=high`: two adds test all
+/// eight bytes (no byte carries into the next, as the high bits are clear).
+#[inline(always)]
+fn in_range(x: u64, low: u8, high: u8) -> u64 {
+    let from_low = x.wrapping_add(ONES * u64::from(0x80 - low));
+    let past_high = x.wrapping_add(ONES * u64::from(0x7f - high));
+    from_low & !past_high & HIGH
+}
+
+/// The high bit of every byte of `word` that is not an ASCII letter: lower-cased, a letter is
+/// a byte in `'a'..='z'` that was ASCII to begin with.
 #[inline]
 fn not_letters(word: u64) -> u64 {
-    let lowered = (word | 0x2020_2020_2020_2020) & !HIGH_BITS;
-    let from_a = lowered.wrapping_add(ONES * (0x80 - u64::from(b'a')));
-    let past_z = lowered.wrapping_add(ONES * (0x80 - u64::from(b'z') - 1));
-    let letters = from_a & !past_z & !word & HIGH_BITS;
-    !letters & HIGH_BITS
+    let lowered = (word | 0x2020_2020_2020_2020) & !HIGH;
+    !(in_range(lowered, b'a', b'z') & !word) & HIGH
 }
 
 /// The end of the run of letters from `from` (eight bytes at a time), or `None` when it stops
@@ -139,13 +146,15 @@ fn other_piece(bytes: &[u8], start: usize, first: Class, second: Option<Class>) 
         },
         Class::Other => {
             if bytes[start] == b'\'' {
+                if let Some(end) = contraction_end(bytes, start) {
+                    return Some(end);
+                }
+                // A character past ASCII may fold to a contraction's letter ('ſ' to 's').
                 let lower = |i: usize| bytes.get(start + i).map(u8::to_ascii_lowercase);
-                match (lower(1), lower(2)) {
-                    (Some(b'\x80'..), _) => return None,
-                    (Some(b's' | b't' | b'm' | b'd'), _) => return Some(start + 2),
-                    (Some(b'r' | b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => return Some(start + 3),
-                    (Some(b'r' | b'v' | b'l'), Some(b'\x80'..)) => return None,
-                    _ => {}
+                if let (Some(b'\x80'..), _) | (Some(b'r' | b'v' | b'l'), Some(b'\x80'..)) =
+                    (lower(1), lower(2))
+                {
+                    return None;
                 }
             }
             match second {
@@ -167,6 +176,18 @@ fn other_piece(bytes: &[u8], start: usize, first: Class, second: Option<Class>) 
         }
         Class::Newline => whitespace(bytes, start),
         Class::Letter | Class::Wide => None,
+    }
+}
+
+/// Where the contraction that `text[quote]` opens ends, if it opens one in ASCII: `'s` `'t`
+/// `'m` `'d` `'re` `'ve` or `'ll`, in any case.
+#[inline]
+fn contraction_end(text: &[u8], quote: usize) -> Option<usize> {
+    let lower = |i: usize| text.get(quote + i).map(u8::to_ascii_lowercase);
+    match (lower(1), lower(2)) {
+        (Some(b's' | b't' | b'm' | b'd'), _) => Some(quote + 2),
+        (Some(b'r' | b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => Some(quote + 3),
+        _ => None,
     }
 }
 

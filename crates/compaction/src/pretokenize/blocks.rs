@@ -19,6 +19,8 @@
 //! is carried in [`Scanner`]. A block with a byte that is not ASCII is left to the character by
 //! character path.
 
+use super::{HIGH, ONES, contraction_end, in_range};
+
 /// Bit i set for the block's bytes of a class.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 struct Classes {
@@ -35,17 +37,6 @@ struct Classes {
     quotes: u64,
     /// Bytes that are not ASCII.
     wide: u64,
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of the 7-bit `x` that lies in `low..=high`.
-#[inline(always)]
-fn in_range(x: u64, low: u8, high: u8) -> u64 {
-    let from_low = x.wrapping_add(ONES * u64::from(0x80 - low));
-    let past_high = x.wrapping_add(ONES * u64::from(0x7f - high));
-    from_low & !past_high & HIGH
 }
 
 /// The high bit of each byte of the 7-bit `x` that equals `byte`.
@@ -289,16 +280,6 @@ impl Scanner {
             }
         }
         (first, good)
-    }
-}
-
-/// Where the contraction that `text[quote]` opens ends, if it opens one.
-fn contraction_end(text: &[u8], quote: usize) -> Option<usize> {
-    let lower = |i: usize| text.get(quote + i).map(u8::to_ascii_lowercase);
-    match (lower(1), lower(2)) {
-        (Some(b's' | b't' | b'm' | b'd'), _) => Some(quote + 2),
-        (Some(b'r' | b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => Some(quote + 3),
-        _ => None,
     }
 }
 
