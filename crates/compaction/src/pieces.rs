@@ -12,7 +12,7 @@ use foldhash::fast::FixedState;
 
 use crate::merge;
 use crate::pretokenize::{Cut, for_each_piece};
-use crate::shared_counts::SharedCounts;
+use crate::shared_counts::{SharedCounts, remember};
 use crate::vocabulary::{PACKED_MAX, Packed, RankTable, cl100k_tokens, mix, packed, packed_in};
 
 /// A vocabulary with its pre-tokenizer.
@@ -120,10 +120,7 @@ impl Vocabulary {
                             count
                         }
                     };
-                    if cache.merged.len() >= MERGED_KEPT {
-                        cache.merged.clear();
-                    }
-                    cache.merged.insert(key, count);
+                    remember(&mut cache.merged, key, count, MERGED_KEPT);
                     usize::from(count)
                 }
             },
@@ -153,10 +150,7 @@ impl Vocabulary {
                 count
             }
         };
-        if cache.longer.len() >= LONGER_KEPT {
-            cache.longer.clear();
-        }
-        cache.longer.insert(piece.into(), count);
+        remember(&mut cache.longer, piece.into(), count, LONGER_KEPT);
         count as usize
     }
 }

@@ -3,8 +3,9 @@
 //! the same pieces (the audit's threads merged most pieces twice). Locked in shards, and only
 //! asked after a thread's own caches miss; each shard starts over when it fills.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash};
 use std::sync::Mutex;
 
 use foldhash::fast::FixedState;
@@ -16,53 +17,68 @@ const SHARDS: usize = 16;
 /// Entries a shard holds before it starts over.
 const SHARD_KEPT: usize = 1 << 15;
 
-/// One shard: counts by piece.
-type Shard<K, V> = Mutex<HashMap<K, V, FixedState>>;
+/// A map of counts that starts over when it holds `kept` entries: memory stays bounded, and a
+/// count forgotten is merged again, never wrong.
+pub(crate) fn remember<K: Hash + Eq, V>(map: &mut HashMap<K, V, FixedState>, key: K, value: V, kept: usize) {
+    if map.len() >= kept {
+        map.clear();
+    }
+    map.insert(key, value);
+}
+
+/// A map locked in [`SHARDS`] shards, each bounded by [`SHARD_KEPT`].
+struct Sharded<K, V>(Vec<Mutex<HashMap<K, V, FixedState>>>);
+
+impl<K: Hash + Eq, V: Copy> Sharded<K, V> {
+    fn new() -> Self {
+        Self((0..SHARDS).map(|_| Mutex::default()).collect())
+    }
+
+    fn get<Q: Hash + Eq + ?Sized>(&self, shard: usize, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
+        self.0[shard].lock().ok()?.get(key).copied()
+    }
+
+    fn remember(&self, shard: usize, key: K, value: V) {
+        if let Ok(mut map) = self.0[shard].lock() {
+            remember(&mut map, key, value, SHARD_KEPT);
+        }
+    }
+}
 
 /// Remembered counts of pieces that are not single tokens.
 pub(crate) struct SharedCounts {
-    packed: Vec<Shard<Packed, u8>>,
-    longer: Vec<Shard<Box<[u8]>, u32>>,
+    packed: Sharded<Packed, u8>,
+    longer: Sharded<Box<[u8]>, u32>,
 }
 
 impl Default for SharedCounts {
     fn default() -> Self {
-        Self {
-            packed: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            longer: (0..SHARDS).map(|_| Mutex::default()).collect(),
-        }
+        Self { packed: Sharded::new(), longer: Sharded::new() }
     }
 }
 
 impl SharedCounts {
     /// The count of the packed piece `key`, if a thread merged it.
     pub(crate) fn packed(&self, key: Packed) -> Option<u8> {
-        self.packed[packed_shard(key)].lock().ok()?.get(&key).copied()
+        self.packed.get(packed_shard(key), &key)
     }
 
     /// Remembers the count of the packed piece `key`.
     pub(crate) fn remember_packed(&self, key: Packed, count: u8) {
-        if let Ok(mut shard) = self.packed[packed_shard(key)].lock() {
-            if shard.len() >= SHARD_KEPT {
-                shard.clear();
-            }
-            shard.insert(key, count);
-        }
+        self.packed.remember(packed_shard(key), key, count);
     }
 
     /// The count of the long piece `piece`, if a thread merged it.
     pub(crate) fn longer(&self, piece: &[u8]) -> Option<u32> {
-        self.longer[long_shard(piece)].lock().ok()?.get(piece).copied()
+        self.longer.get(long_shard(piece), piece)
     }
 
     /// Remembers the count of the long piece `piece`.
     pub(crate) fn remember_longer(&self, piece: &[u8], count: u32) {
-        if let Ok(mut shard) = self.longer[long_shard(piece)].lock() {
-            if shard.len() >= SHARD_KEPT {
-                shard.clear();
-            }
-            shard.insert(piece.into(), count);
-        }
+        self.longer.remember(long_shard(piece), piece.into(), count);
     }
 }
 
