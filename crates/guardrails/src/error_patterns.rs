@@ -34,9 +34,13 @@ impl ErrorPatterns {
     /// True when `text` reads as an error (one text; [`ErrorPatterns::classify`] reads a whole
     /// log faster).
     pub fn is_error(&self, text: &str) -> bool {
+        self.starts_as_error(text) || self.contains.iter().any(|c| text.contains(c.as_str()))
+    }
+
+    /// True when `text`, after leading whitespace, starts with one of the prefixes.
+    fn starts_as_error(&self, text: &str) -> bool {
         let trimmed = text.trim_start();
         self.prefixes.iter().any(|p| trimmed.starts_with(p.as_str()))
-            || self.contains.iter().any(|c| text.contains(c.as_str()))
     }
 
     /// Marks as errors the tool results of `messages` that these patterns recognise (a result
@@ -46,9 +50,7 @@ impl ErrorPatterns {
         let finders: Vec<memchr::memmem::Finder<'_>> =
             self.contains.iter().map(|c| memchr::memmem::Finder::new(c.as_bytes())).collect();
         let is_error = |text: &str| {
-            let trimmed = text.trim_start();
-            self.prefixes.iter().any(|p| trimmed.starts_with(p.as_str()))
-                || finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+            self.starts_as_error(text) || finders.iter().any(|f| f.find(text.as_bytes()).is_some())
         };
         for message in messages.iter_mut().filter(|m| m.role == Role::Tool) {
             for part in &mut message.content {

@@ -229,13 +229,9 @@ fn hash_raw(raw: &str, h: &mut Fnv64) -> bool {
                 return false;
             }
             match memchr::memchr(b'\\', inner.as_bytes()) {
-                None => {
-                    // No escapes (RawValue has checked there is no control character either):
-                    // serde_json writes it back as it is.
-                    h.write_byte(b'"');
-                    h.write(inner.as_bytes());
-                    h.write_byte(b'"');
-                }
+                // No escapes (RawValue has checked there is no control character either):
+                // serde_json writes it back as it is.
+                None => write_quoted(inner.as_bytes(), h),
                 // Escapes serde_json would write the same way: the literal is already
                 // canonical, and is fed in one piece as `write_json_string` feeds it.
                 Some(first) if canonical_escapes(inner.as_bytes(), first) => h.write(raw.as_bytes()),
@@ -297,9 +293,7 @@ fn hash_canonical(value: &Value, h: &mut Fnv64) {
 /// [`Fnv64`] hashes eight bytes at a time, so how bytes are fed must not change.)
 fn write_json_string(s: &str, h: &mut Fnv64) {
     if first_to_escape(s.as_bytes(), 0).is_none() {
-        h.write_byte(b'"');
-        h.write(s.as_bytes());
-        h.write_byte(b'"');
+        write_quoted(s.as_bytes(), h);
         return;
     }
     thread_local! {
@@ -311,6 +305,13 @@ fn write_json_string(s: &str, h: &mut Fnv64) {
         escape_json_string(s, &mut literal);
         h.write(&literal);
     });
+}
+
+/// Feeds the literal of a string that needs no escapes: `"`, its bytes, `"`, in three writes.
+fn write_quoted(plain: &[u8], h: &mut Fnv64) {
+    h.write_byte(b'"');
+    h.write(plain);
+    h.write_byte(b'"');
 }
 
 /// Where the first byte from `from` on that JSON escapes is (a control character, `"` or
