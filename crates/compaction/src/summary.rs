@@ -3,8 +3,11 @@
 
 use looprail_loop_core::message::{Message, Role};
 
-/// The tag of the summary message.
-pub const SUMMARY_TAG: &str = "history_summary";
+/// The tag of the summary message (loop-core's [`HISTORY_SUMMARY`], so that a replay or an
+/// audit knows the history before it was replaced).
+///
+/// [`HISTORY_SUMMARY`]: looprail_loop_core::message::HISTORY_SUMMARY
+pub const SUMMARY_TAG: &str = looprail_loop_core::message::HISTORY_SUMMARY;
 /// Messages whose tag starts with this are the run journal (issue "journal"); they always
 /// survive compaction, placed right after the summary.
 pub const JOURNAL_TAG_PREFIX: &str = "run_journal";

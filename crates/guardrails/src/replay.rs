@@ -2,6 +2,7 @@
 //! with tool results taken from the log. This is what `looprail audit` runs.
 
 use looprail_loop_core::config::LoopConfig;
+use looprail_loop_core::context::LoggedContext;
 use looprail_loop_core::event::Event;
 use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
 use looprail_loop_core::message::{Message, Role, ToolCall, ToolResult};
@@ -180,7 +181,11 @@ fn replay_with(
     let mut report = ReplayReport::default();
     let mut seen_user = false;
     let ask_tool = config.guardrails.ask_human_tool.as_deref();
+    let mut context = LoggedContext::default();
     for (i, message) in messages.iter().enumerate() {
+        // The prompt a turn here is sent: the context before this message.
+        let prompt = context.tokens();
+        context.push(message, tokens.get(i).copied().unwrap_or(0));
         match message.role {
             Role::User if !message.is_internal() => {
                 if seen_user {
@@ -207,7 +212,6 @@ fn replay_with(
                 let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
                 counters.turns += 1;
                 counters.iterations += 1;
-                let prompt: u64 = tokens.get(..i).map_or(0, |t| t.iter().sum());
                 counters.usage.input_tokens += prompt;
                 counters.usage.output_tokens += tokens.get(i).copied().unwrap_or(0);
                 if calls.is_empty() {

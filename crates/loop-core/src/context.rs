@@ -155,3 +155,51 @@ impl ContextPolicy for KeepAll {
         ContextStep::ready()
     }
 }
+
+/// The size of the context as a recorded conversation is walked message by message: every
+/// message so far, except that a history summary
+/// ([`Message::is_history_summary`]) replaces all before it but the system messages, as a
+/// compaction (looprail's or the recorded agent's own) did.
+///
+/// ```
+/// use looprail_loop_core::context::LoggedContext;
+/// use looprail_loop_core::message::{HISTORY_SUMMARY, Message};
+///
+/// let mut context = LoggedContext::default();
+/// context.push(&Message::system("You fix bugs."), 10);
+/// context.push(&Message::user("Fix the build."), 50);
+/// assert_eq!(context.tokens(), 60);
+/// context.push(&Message::internal_user(HISTORY_SUMMARY, "So far: ..."), 5);
+/// assert_eq!(context.tokens(), 15, "the system prompt stays, the user message went");
+/// assert_eq!(context.peak(), 60);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoggedContext {
+    tokens: u64,
+    system: u64,
+    peak: u64,
+}
+
+impl LoggedContext {
+    /// Adds the next message, of `tokens` tokens.
+    pub fn push(&mut self, message: &Message, tokens: u64) {
+        if message.is_history_summary() {
+            self.tokens = self.system;
+        }
+        if message.role == crate::message::Role::System {
+            self.system += tokens;
+        }
+        self.tokens += tokens;
+        self.peak = self.peak.max(self.tokens);
+    }
+
+    /// The context's size now.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// Its largest size so far.
+    pub fn peak(&self) -> u64 {
+        self.peak
+    }
+}

@@ -163,6 +163,11 @@ pub enum ContentPart {
     },
 }
 
+/// The tag of a message that replaces the history before it with a summary (compaction's, or
+/// a recorded agent's own): the context from it on is the system messages before it, it, and
+/// what follows.
+pub const HISTORY_SUMMARY: &str = "history_summary";
+
 /// Why the runtime added a message; such messages are never shown as user text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InternalTag {
@@ -233,6 +238,18 @@ impl Message {
     /// True when the runtime wrote this message.
     pub fn is_internal(&self) -> bool {
         self.internal.is_some()
+    }
+
+    /// True when this message summarises, and so replaces, the history before it
+    /// ([`HISTORY_SUMMARY`]).
+    ///
+    /// ```
+    /// use looprail_loop_core::message::{HISTORY_SUMMARY, Message};
+    /// assert!(Message::internal_user(HISTORY_SUMMARY, "So far: ...").is_history_summary());
+    /// assert!(!Message::user("So far: ...").is_history_summary());
+    /// ```
+    pub fn is_history_summary(&self) -> bool {
+        self.internal.as_ref().is_some_and(|tag| tag.reason == HISTORY_SUMMARY)
     }
 
     /// The concatenated text parts, or `None` when there is no non-empty text.

@@ -4,7 +4,7 @@ use looprail::LooprailConfig;
 use std::sync::Arc;
 
 use looprail::compaction::{AutoCompaction, MemoCounter, TokenLedger};
-use looprail::core::context::{ContextPolicy, ContextStep, ContextView, TokenCounter};
+use looprail::core::context::{ContextPolicy, ContextStep, ContextView, LoggedContext, TokenCounter};
 use looprail::core::guard::Counters;
 use looprail::core::message::{Message, Role};
 use looprail::guardrails::default_stack;
@@ -65,9 +65,15 @@ fn tokens(
     config: &LooprailConfig,
     counter: &Arc<MemoCounter>,
 ) -> Tokens {
-    let peak = per_message.iter().sum();
-    // A log only grows, so a conversation whose whole size stays within the compaction limit
-    // never crosses it: compaction would change nothing, and is not simulated.
+    // The recorded context: it grows, but where the agent compacted its history (a history
+    // summary in the log) it starts again from the system messages and the summary.
+    let mut recorded = LoggedContext::default();
+    for (message, tokens) in messages.iter().zip(per_message) {
+        recorded.push(message, *tokens);
+    }
+    let peak = recorded.peak();
+    // A conversation whose recorded size stays within the compaction limit never crosses it:
+    // compaction would change nothing, and is not simulated.
     if peak <= config.compaction.limit() {
         return Tokens { peak, peak_with_compaction: peak };
     }
@@ -78,6 +84,10 @@ fn tokens(
     let mut compacted_peak = 0;
     let mut counters = Counters::default();
     for message in messages {
+        if message.is_history_summary() {
+            // The recorded agent compacted here: what it sent from now on starts again.
+            working.retain(|m| m.role == Role::System);
+        }
         if message.role == Role::Assistant {
             counters.turns += 1;
             let view = ContextView { counters: &counters, config: &config.loop_ };

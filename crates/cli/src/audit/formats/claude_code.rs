@@ -6,6 +6,10 @@
 //! `tool_result` blocks). An assistant message streamed as several lines (one per content block,
 //! one `message.id`) is one turn again.
 //!
+//! Where Claude Code compacted the conversation (a `system` line of subtype
+//! `compact_boundary`, then in session files the summary as a user message marked
+//! `isCompactSummary`), the context restarts from the summary.
+//!
 //! Sub-agent (Task) conversations are kept apart from the main one: in the stream by their
 //! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each chain named by
 //! its first message's uuid.
@@ -39,8 +43,15 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
     let mut chain_of: HashMap<String, String> = HashMap::new();
     // The `message.id` of the last assistant message per conversation, to merge its blocks.
     let mut last_id: HashMap<Option<String>, String> = HashMap::new();
+    // Conversations whose agent compacted its history and whose summary has not come yet.
+    let mut compacted: Vec<Option<String>> = Vec::new();
     for line in lines {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
+        if kind == "system" && line.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
+            let key = line.get("parent_tool_use_id").and_then(Value::as_str).map(str::to_owned);
+            compacted.push(key);
+            continue;
+        }
         if !matches!(kind, "user" | "assistant") {
             continue;
         }
@@ -61,6 +72,17 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
             by_key.insert(key.clone(), Vec::new());
         }
         let conversation = by_key.entry(key.clone()).or_default();
+        let boundary = compacted.iter().position(|k| *k == key).map(|at| compacted.swap_remove(at));
+        if line.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+            conversation.push(super::compaction(super::text_of(message.get("content"))));
+            last_id.remove(&key);
+            continue;
+        }
+        if boundary.is_some() {
+            // A boundary whose summary the log does not keep (the stream): the context restarts.
+            conversation.push(super::compaction(String::new()));
+            last_id.remove(&key);
+        }
         let role = message.get("role").and_then(Value::as_str).unwrap_or(kind);
         let content = match message.get("content") {
             Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],

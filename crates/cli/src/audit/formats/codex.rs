@@ -5,7 +5,8 @@
 //! `input_text`/`output_text` parts), `function_call` (`name`, `arguments`, `call_id`) and its
 //! `function_call_output`, `custom_tool_call` / `custom_tool_call_output`, `local_shell_call`;
 //! reasoning is skipped. The environment and instruction preambles Codex sends as user
-//! messages are context, not user turns.
+//! messages are context, not user turns. A `compacted` line (Codex summarised its history;
+//! payload `message` and, in newer versions, `replacement_history`) restarts the context.
 
 use serde_json::Value;
 
@@ -22,7 +23,8 @@ fn items(lines: &[Value]) -> impl Iterator<Item = &Value> {
             | "custom_tool_call"
             | "custom_tool_call_output"
             | "local_shell_call"
-            | "reasoning",
+            | "reasoning"
+            | "compacted",
         ) => Some(line),
         _ => None,
     })
@@ -36,8 +38,28 @@ pub fn detect(lines: &[Value]) -> bool {
         }) && lines.iter().all(|l| l.get("role").is_none() || l.get("type").is_some()))
 }
 
+/// What a `compacted` line (Codex compacting its history) leaves as the context: its
+/// `replacement_history` when it has one (the history Codex goes on with), else its summary
+/// `message`.
+fn compacted_text(payload: Option<&Value>) -> String {
+    let Some(payload) = payload else { return String::new() };
+    match payload.get("replacement_history").and_then(Value::as_array) {
+        Some(history) => messages(history)
+            .iter()
+            .flat_map(|m| {
+                let calls = m.get("tool_calls").and_then(Value::as_array).into_iter().flatten();
+                let arguments =
+                    calls.filter_map(|c| c.pointer("/function/arguments").and_then(Value::as_str));
+                m.get("content").and_then(Value::as_str).into_iter().chain(arguments)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => payload.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
+    }
+}
+
 /// The conversation as OpenAI chat messages (`system`, `user`, `assistant` with `tool_calls`,
-/// `tool`).
+/// `tool`); where Codex compacted its history, a [`compaction`](super::compaction) message.
 pub fn messages(lines: &[Value]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for item in items(lines) {
@@ -93,6 +115,7 @@ pub fn messages(lines: &[Value]) -> Vec<Value> {
                 let output = text_of(item.get("output"));
                 out.push(serde_json::json!({"role": "tool", "tool_call_id": call_id, "content": output}));
             }
+            "compacted" => out.push(super::compaction(compacted_text(item.get("payload")))),
             _ => {}
         }
     }

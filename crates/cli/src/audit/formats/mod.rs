@@ -9,7 +9,7 @@ mod codex;
 mod openhands;
 mod swe_agent;
 
-use looprail::core::message::Message;
+use looprail::core::message::{HISTORY_SUMMARY, InternalTag, Message};
 use looprail::core::transcript::read_log;
 use serde_json::Value;
 
@@ -29,6 +29,46 @@ fn text_of(content: Option<&Value>) -> String {
 
 /// One run found in a file: its name suffix (`#<id>` for files holding several) and messages.
 pub type FoundRun = (Option<String>, Vec<Message>);
+
+/// Marks, in the chat a reader builds, the message where the recorded agent compacted its own
+/// history: a user message holding the summary it carried on with (empty when the log keeps
+/// none). It becomes a [`HISTORY_SUMMARY`] message, so the context is measured from there.
+const COMPACTED: &str = "looprail_compacted";
+
+/// The chat message that stands for a recorded compaction (see [`COMPACTED`]), with its text
+/// as one text block (read the same in either chat format).
+fn compaction(summary: String) -> Value {
+    serde_json::json!({"role": "user", "content": [{"type": "text", "text": summary}], COMPACTED: true})
+}
+
+/// Reads a chat a format reader built, a recorded compaction at a time: each [`compaction`]
+/// opens a part whose first message is tagged as a history summary.
+fn read_chat(chat: Vec<Value>) -> Result<Vec<Message>, String> {
+    let mut parts: Vec<Vec<Value>> = vec![Vec::new()];
+    for message in chat {
+        if message.get(COMPACTED).is_some() {
+            parts.push(Vec::new());
+        }
+        if let Some(part) = parts.last_mut() {
+            part.push(message);
+        }
+    }
+    let mut messages = Vec::new();
+    for (index, part) in parts.into_iter().enumerate() {
+        if part.is_empty() {
+            continue;
+        }
+        let (_, read) = read_log(&Value::Array(part).to_string()).map_err(|e| e.to_string())?;
+        let first = messages.len();
+        messages.extend(read);
+        if index > 0
+            && let Some(summary) = messages.get_mut(first)
+        {
+            summary.internal = Some(InternalTag { reason: HISTORY_SUMMARY.to_owned() });
+        }
+    }
+    Ok(messages)
+}
 
 const EXPECTED: &str = "expected an OpenAI chat or Anthropic Messages log (a `messages` document, an array or \
 JSONL of messages), a SWE-agent .traj (`trajectory` and `history`) or an OpenHands history (`history` of \
@@ -106,17 +146,13 @@ fn agent_jsonl(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
                 .map_err(|e| format!("line {} is not JSON: {e}", index + 1))?,
         );
     }
-    let as_run = |chat: Vec<Value>| -> Result<Vec<Message>, String> {
-        let text = Value::Array(chat).to_string();
-        read_log(&text).map(|(_, messages)| messages).map_err(|e| e.to_string())
-    };
     if codex::detect(&lines) {
-        return Ok(Some(vec![(None, as_run(codex::messages(&lines))?)]));
+        return Ok(Some(vec![(None, read_chat(codex::messages(&lines))?)]));
     }
     if claude_code::detect(&lines) {
         return claude_code::conversations(&lines)
             .into_iter()
-            .map(|(key, chat)| Ok((key, as_run(chat)?)))
+            .map(|(key, chat)| Ok((key, read_chat(chat)?)))
             .collect::<Result<Vec<_>, String>>()
             .map(Some);
     }
