@@ -45,10 +45,17 @@ impl ErrorPatterns {
 
     /// Marks as errors the tool results of `messages` that these patterns recognise (a result
     /// already flagged by its log, as Anthropic's are, stays flagged). The `contains` patterns
-    /// are searched with memchr's SIMD finders, built once for all the results.
+    /// are searched with memchr's SIMD finders, built once for all the results; a pattern that
+    /// holds another one (`command not found` holds `not found`) adds no match, and no search.
     pub fn classify(&self, messages: &mut [Message]) {
+        let needed = self.contains.iter().enumerate().filter(|(i, pattern)| {
+            !self.contains.iter().enumerate().any(|(j, other)| {
+                // Of two equal patterns, the first is kept.
+                pattern.contains(other.as_str()) && (pattern.len() > other.len() || j < *i)
+            })
+        });
         let finders: Vec<memchr::memmem::Finder<'_>> =
-            self.contains.iter().map(|c| memchr::memmem::Finder::new(c.as_bytes())).collect();
+            needed.map(|(_, c)| memchr::memmem::Finder::new(c.as_bytes())).collect();
         let is_error = |text: &str| {
             self.starts_as_error(text) || finders.iter().any(|f| f.find(text.as_bytes()).is_some())
         };
