@@ -30,41 +30,43 @@ fn text_of(content: Option<&Value>) -> String {
 /// One run found in a file: its name suffix (`#<id>` for files holding several) and messages.
 pub type FoundRun = (Option<String>, Vec<Message>);
 
-/// Marks, in the chat a reader builds, the message where the recorded agent compacted its own
-/// history: a user message holding the summary it carried on with (empty when the log keeps
-/// none). It becomes a [`HISTORY_SUMMARY`] message, so the context is measured from there.
-const COMPACTED: &str = "looprail_compacted";
+/// Marks, in the chat a reader builds, a message the agent's harness wrote rather than a person
+/// or the model; its value is the message's [`InternalTag`] reason. Such a message is context,
+/// never a user turn.
+const INTERNAL: &str = "looprail_internal";
 
-/// The chat message that stands for a recorded compaction (see [`COMPACTED`]), with its text
-/// as one text block (read the same in either chat format).
+/// The reason of a message a harness injected on its own (Claude Code's `isMeta` lines).
+const HARNESS_META: &str = "harness_meta";
+
+/// The chat message that stands for the recorded agent compacting its own history: a user
+/// message holding the summary it carried on with (empty when the log keeps none), which
+/// becomes a [`HISTORY_SUMMARY`] message, so the context is measured again from there.
 fn compaction(summary: String) -> Value {
-    serde_json::json!({"role": "user", "content": [{"type": "text", "text": summary}], COMPACTED: true})
+    serde_json::json!({"role": "user", "content": [{"type": "text", "text": summary}], INTERNAL: HISTORY_SUMMARY})
 }
 
-/// Reads a chat a format reader built, a recorded compaction at a time: each [`compaction`]
-/// opens a part whose first message is tagged as a history summary.
+/// Reads a chat a format reader built: each message marked [`INTERNAL`] opens a part whose
+/// first message is tagged with the mark's reason.
 fn read_chat(chat: Vec<Value>) -> Result<Vec<Message>, String> {
-    let mut parts: Vec<Vec<Value>> = vec![Vec::new()];
+    let mut parts: Vec<(Option<String>, Vec<Value>)> = vec![(None, Vec::new())];
     for message in chat {
-        if message.get(COMPACTED).is_some() {
-            parts.push(Vec::new());
+        if let Some(reason) = message.get(INTERNAL).and_then(Value::as_str) {
+            parts.push((Some(reason.to_owned()), Vec::new()));
         }
-        if let Some(part) = parts.last_mut() {
+        if let Some((_, part)) = parts.last_mut() {
             part.push(message);
         }
     }
     let mut messages = Vec::new();
-    for (index, part) in parts.into_iter().enumerate() {
+    for (reason, part) in parts {
         if part.is_empty() {
             continue;
         }
         let (_, read) = read_log(&Value::Array(part).to_string()).map_err(|e| e.to_string())?;
         let first = messages.len();
         messages.extend(read);
-        if index > 0
-            && let Some(summary) = messages.get_mut(first)
-        {
-            summary.internal = Some(InternalTag { reason: HISTORY_SUMMARY.to_owned() });
+        if let (Some(reason), Some(message)) = (reason, messages.get_mut(first)) {
+            message.internal = Some(InternalTag { reason });
         }
     }
     Ok(messages)
