@@ -2,7 +2,8 @@
 //! `{"instance_id", "history": [event, ...], ...}`; a single run may also be a document with
 //! `history`. Events are OpenHands' serialized form: actions `{"id", "source", "action",
 //! "args", "message", "tool_call_metadata"?}` and observations `{"id", "source", "observation",
-//! "content", "extras", "cause"}` (the id of the action they answer).
+//! "content", "extras", "cause"}` (the id of the action they answer). Older outputs hold
+//! `[action, observation]` pairs instead; they are read as the events they pair.
 //!
 //! A user `message` is a user turn, an agent `message` assistant text, `system` the system
 //! prompt; every other agent action (`run`, `edit`, `read`, `run_ipython`, `browse`, `think`,
@@ -12,6 +13,8 @@
 //! bookkeeping and are skipped.
 
 use looprail::core::message::{Message, ToolCall, ToolResult};
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 /// Actions and observations that are the runtime's bookkeeping, not the agent's work.
@@ -20,11 +23,42 @@ const SKIPPED: &[&str] = &["change_agent_state", "agent_state_changed", "recall"
 const NOISE: &[&str] =
     &["thought", "blocking", "hidden", "confirmation_state", "security_risk", "is_input", "impl_source"];
 
-/// True for a run object with an OpenHands `history` of events.
+/// True for a run object with an OpenHands `history` of events (or of the older
+/// `[action, observation]` pairs).
 pub fn detect(run: &Value) -> bool {
+    let is_event = |e: &Value| e.get("action").is_some() || e.get("observation").is_some();
     run.get("history").and_then(Value::as_array).is_some_and(|h| {
-        h.iter().take(5).any(|e| e.get("action").is_some() || e.get("observation").is_some())
+        h.iter()
+            .take(5)
+            .any(|e| is_event(e) || e.as_array().is_some_and(|pair| pair.first().is_some_and(is_event)))
     })
+}
+
+/// The events of a history: OpenHands' event list as it is, or its older form (evaluation
+/// outputs of 2024) flattened: `[action, observation]` pairs whose observation answers the
+/// action beside it (its `cause` is set to the action's id when it names none; actions without
+/// an id get one no real event has).
+fn events(history: &[Value]) -> Cow<'_, [Value]> {
+    if !history.iter().any(Value::is_array) {
+        return Cow::Borrowed(history);
+    }
+    let mut events = Vec::with_capacity(history.len() * 2);
+    for (index, entry) in history.iter().enumerate() {
+        let Some([action, observation]) = entry.as_array().map(Vec::as_slice) else {
+            events.push(entry.clone());
+            continue;
+        };
+        let id = action.get("id").and_then(Value::as_i64).unwrap_or(-1 - index as i64);
+        let (mut action, mut observation) = (action.clone(), observation.clone());
+        if let Some(action) = action.as_object_mut() {
+            action.insert("id".to_owned(), id.into());
+        }
+        if let Some(observation) = observation.as_object_mut() {
+            observation.entry("cause").or_insert(id.into());
+        }
+        events.extend([action, observation]);
+    }
+    Cow::Owned(events)
 }
 
 /// The run's id (for a `path#id` name): `instance_id`, else `id`.
@@ -37,11 +71,12 @@ pub fn run_id(run: &Value) -> Option<String> {
 
 /// The run's messages.
 pub fn read(run: &Value) -> Result<Vec<Message>, String> {
-    let events = run.get("history").and_then(Value::as_array).ok_or("no `history` list")?;
+    let history = run.get("history").and_then(Value::as_array).ok_or("no `history` list")?;
+    let events = events(history);
     let mut messages = Vec::with_capacity(events.len());
     // Calls whose result has not come yet, by the event id that caused them.
     let mut open: Vec<(i64, String)> = Vec::new();
-    for event in events {
+    for event in events.iter() {
         let source = event.get("source").and_then(Value::as_str).unwrap_or_default();
         if let Some(action) = event.get("action").and_then(Value::as_str) {
             if SKIPPED.contains(&action) {
@@ -128,5 +163,38 @@ mod tests {
         assert!(results[1].is_error);
         let assistant = messages.iter().find(|m| m.tool_calls().next().is_some()).unwrap();
         assert_eq!(assistant.joined_text().as_deref(), Some("Run the tests."));
+    }
+
+    #[test]
+    fn older_histories_of_action_observation_pairs_are_read() {
+        let run = serde_json::json!({
+            "instance_id": "astropy__astropy-12907",
+            "history": [
+                [{"id": 0, "source": "user", "action": "message", "args": {"content": "Fix the bug.", "wait_for_response": false}, "message": "Fix the bug."},
+                 {"message": "No observation", "observation": "null", "content": "", "extras": {}}],
+                [{"source": "agent", "action": "run", "args": {"command": "ls", "thought": "Look around."}, "message": "Running ls"},
+                 {"source": "agent", "observation": "run", "content": "setup.py", "extras": {"exit_code": 0}}],
+                [{"id": 7, "source": "agent", "action": "run", "args": {"command": "cat x"}, "message": ""},
+                 {"id": 8, "source": "agent", "observation": "error", "content": "No such file", "extras": {}, "cause": 7}],
+                [{"source": "agent", "action": "finish", "args": {"outputs": {}}, "message": "done"},
+                 {"message": "No observation", "observation": "null", "content": "", "extras": {}}]
+            ]
+        });
+        assert!(detect(&run));
+        let messages = read(&run).unwrap();
+        assert_eq!(messages[0].joined_text().as_deref(), Some("Fix the bug."));
+        let calls: Vec<&str> =
+            messages.iter().flat_map(Message::tool_calls).map(|c| c.name.as_str()).collect();
+        assert_eq!(calls, ["run", "run", "finish"]);
+        let results: Vec<(&str, bool)> = messages
+            .iter()
+            .flat_map(Message::tool_results)
+            .map(|r| (r.content.as_str(), r.is_error))
+            .collect();
+        assert_eq!(
+            results,
+            [("setup.py", false), ("No such file", true)],
+            "each pair answers its own action"
+        );
     }
 }
