@@ -2,7 +2,8 @@
 //! "history": [{"role", "content", "message_type", "is_demo"?}], "info": {...}}` (SWE-agent's
 //! `TrajectoryStep` and `HistoryItem`). Each step becomes one assistant message with one call
 //! (tool = the action's first word, arguments `{"command": action}`) and its observation as
-//! the result; the task is the first non-demo user message of the history.
+//! the result; the task is the first non-demo user message of the history. Demonstrations
+//! (`is_demo`) are context the model was sent, kept as one harness message, not as calls.
 
 use looprail::core::message::{Message, ToolCall, ToolResult};
 use serde_json::Value;
@@ -25,6 +26,14 @@ pub fn read(doc: &Value) -> Result<Vec<Message>, String> {
         history.and_then(|h| h.iter().find(|m| m.get("role").and_then(Value::as_str) == Some("system")))
     {
         messages.push(Message::system(text_of(system.get("content"))));
+    }
+    // Demonstrations are in the prompt the model is sent (context), but they are no calls of
+    // this run's: one harness message holds them all.
+    let is_demo = |m: &&Value| m.get("is_demo").and_then(Value::as_bool).unwrap_or(false);
+    let demos: Vec<String> =
+        history.into_iter().flatten().filter(is_demo).map(|m| text_of(m.get("content"))).collect();
+    if !demos.is_empty() {
+        messages.push(Message::internal_user(super::HARNESS_META, demos.join("\n")));
     }
     let task = history.and_then(|h| {
         h.iter().find(|m| {
@@ -68,12 +77,14 @@ mod tests {
         });
         assert!(detect(&doc));
         let messages = read(&doc).unwrap();
-        assert_eq!(messages[1].joined_text().as_deref(), Some("Fix the parser bug."), "demos are skipped");
+        assert_eq!(messages[1].joined_text().as_deref(), Some("demo task"), "demos are context");
+        assert!(messages[1].is_internal(), "and no user turn");
+        assert_eq!(messages[2].joined_text().as_deref(), Some("Fix the parser bug."));
         let calls: Vec<&ToolCall> = messages.iter().flat_map(Message::tool_calls).collect();
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].name, "find_file");
         assert_eq!(calls[0].arguments, r#"{"command":"find_file parser.py"}"#);
-        assert_eq!(messages[3].tool_results().next().unwrap().content, "Found 1 match");
+        assert_eq!(messages[4].tool_results().next().unwrap().content, "Found 1 match");
         assert!(!detect(&serde_json::json!({"messages": []})));
     }
 }
