@@ -81,6 +81,8 @@ fn a_claude_code_compaction_restarts_the_context_at_its_summary() {
         assert!((0.45..0.6).contains(&ratio), "peak {} of {}: {ratio}", peak(run), peak(&plain));
     }
     assert!(peak(&compacted) > peak(&bare), "the summary is part of the context after it");
+    assert_eq!(compacted["tokens"]["compactions_in_log"], 1);
+    assert_eq!(plain["tokens"]["compactions_in_log"], 0);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -124,5 +126,6 @@ fn a_codex_compacted_line_restarts_the_context_with_what_it_keeps() {
         assert!(ratio < 0.7, "peak {} of {}: {ratio}", peak(run), peak(&plain));
     }
     assert!(peak(&replaced) > peak(&summary), "the kept output counts after the compaction");
+    assert_eq!(replaced["tokens"]["compactions_in_log"], 1);
     let _ = std::fs::remove_dir_all(dir);
 }

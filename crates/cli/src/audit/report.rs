@@ -14,6 +14,9 @@ pub struct Tokens {
     pub peak: u64,
     /// Its largest size with auto-compaction on.
     pub peak_with_compaction: u64,
+    /// How many times the recorded agent compacted its own history (the peaks are measured
+    /// from each compaction on).
+    pub compactions_in_log: u64,
 }
 
 /// One run's result, in the exact JSON shape the audit documents.

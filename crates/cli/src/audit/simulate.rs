@@ -72,10 +72,11 @@ fn tokens(
         recorded.push(message, *tokens);
     }
     let peak = recorded.peak();
+    let compactions_in_log = messages.iter().filter(|m| m.is_history_summary()).count() as u64;
     // A conversation whose recorded size stays within the compaction limit never crosses it:
     // compaction would change nothing, and is not simulated.
     if peak <= config.compaction.limit() {
-        return Tokens { peak, peak_with_compaction: peak };
+        return Tokens { peak, peak_with_compaction: peak, compactions_in_log };
     }
     let shared: Arc<dyn TokenCounter> = counter.clone();
     let mut policy = AutoCompaction::new(config.compaction.clone()).with_counter(shared);
@@ -99,5 +100,5 @@ fn tokens(
         working.push(message);
     }
     compacted_peak = compacted_peak.max(ledger.sync(&working, counter.as_ref()));
-    Tokens { peak, peak_with_compaction: compacted_peak }
+    Tokens { peak, peak_with_compaction: compacted_peak, compactions_in_log }
 }
