@@ -256,3 +256,26 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     assert!(report["errors"].as_array().unwrap().is_empty(), "{}", report["errors"]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_log_still_being_written_is_audited_up_to_its_last_whole_line() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "List files."}}),
+        serde_json::json!({"type": "assistant", "uuid": "u2", "sessionId": "s", "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}}),
+        serde_json::json!({"type": "user", "uuid": "u3", "sessionId": "s", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]}}),
+    ];
+    let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    text.push_str(r#"{"type":"assistant","uuid":"u4","sessionId":"s","message":{"id":"m2","role":"assis"#);
+    let live = dir.join("live.jsonl");
+    std::fs::write(&live, text).unwrap();
+    let report = audit(&[live.display().to_string()]);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["tool_calls"], 1);
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "the cut line is not dropped silently");
+    assert!(errors[0]["error"].as_str().unwrap().contains("last line is incomplete"), "{}", errors[0]);
+    let _ = std::fs::remove_dir_all(dir);
+}

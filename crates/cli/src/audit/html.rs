@@ -138,7 +138,7 @@ pub fn render(report: &AuditReport) -> String {
             "peak context",
             format!("{} tokens ({} with compaction)", s.peak_tokens, s.peak_tokens_with_compaction),
         ),
-        ("unreadable files", report.errors.len().to_string()),
+        ("files not read, or read in part", report.errors.len().to_string()),
     ] {
         let _ = write!(page, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(&value));
     }
@@ -173,8 +173,7 @@ pub fn render(report: &AuditReport) -> String {
     }
     page.push_str("</tbody></table>");
     for error in &report.errors {
-        let _ =
-            write!(page, "<p class=\"error\">unreadable: {}: {}</p>", esc(&error.path), esc(&error.error));
+        let _ = write!(page, "<p class=\"error\">not read: {}: {}</p>", esc(&error.path), esc(&error.error));
     }
     // The report's data, for tools that read the page (`</` escaped so it cannot close the tag).
     let data = serde_json::to_string(report).unwrap_or_default().replace("</", "<\\/");

@@ -46,8 +46,29 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<(PathBuf, String)
     }
 }
 
-/// Reads the runs of one file, in any supported format.
-pub fn read(path: &Path) -> Result<Vec<FoundRun>, String> {
+/// `text` without a last line cut short: a JSONL log still being written (a live Claude Code
+/// session, an evaluation's `output.jsonl`) ends in a partial line, one that is not JSON with no
+/// newline after it. Only JSONL is cut (its first line is a whole JSON value); a document, or a
+/// bad line followed by a newline, is left for the readers to report.
+fn complete_lines(text: &str) -> (&str, bool) {
+    let is_json = |line: &str| serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok();
+    if text.ends_with('\n') {
+        return (text, false);
+    }
+    let Some(cut) = text.rfind('\n') else { return (text, false) };
+    let last = &text[cut + 1..];
+    if last.trim().is_empty() || is_json(last) {
+        return (text, false);
+    }
+    match text.lines().find(|line| !line.trim().is_empty()) {
+        Some(first) if is_json(first) => (&text[..=cut], true),
+        _ => (text, false),
+    }
+}
+
+/// Reads the runs of one file, in any supported format, with a note when its last line was cut
+/// short and left out.
+pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", path.display()));
@@ -73,6 +94,35 @@ pub fn read(path: &Path) -> Result<Vec<FoundRun>, String> {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let text = std::str::from_utf8(&buffer)
             .map_err(|e| format!("cannot read {}: not UTF-8 ({e})", path.display()))?;
-        read_runs(text).map_err(|e| format!("{}: {e}", path.display()))
+        let (text, cut) = complete_lines(text);
+        let runs = read_runs(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let note = cut.then(|| {
+            format!(
+                "{}: the last line is incomplete (is the log still being written?); the runs before it are audited",
+                path.display()
+            )
+        });
+        Ok((runs, note))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::complete_lines;
+
+    #[test]
+    fn only_a_partial_last_line_of_jsonl_is_cut() {
+        let live = "{\"type\":\"user\"}\n{\"type\":\"assistant\"}\n{\"type\":\"ass";
+        assert_eq!(complete_lines(live), ("{\"type\":\"user\"}\n{\"type\":\"assistant\"}\n", true));
+        // Whole lines, with or without the final newline, stay.
+        for whole in ["{\"a\":1}\n{\"b\":2}\n", "{\"a\":1}\n{\"b\":2}", "{\"a\":1}"] {
+            assert_eq!(complete_lines(whole), (whole, false));
+        }
+        // A bad line that ends in a newline is damage, not a write in progress: the reader says so.
+        let damaged = "{\"a\":1}\n{\"b\n";
+        assert_eq!(complete_lines(damaged), (damaged, false));
+        // A pretty-printed document is no JSONL, even when it is cut short.
+        let document = "{\n  \"messages\": [\n    {\"role\": \"user\"";
+        assert_eq!(complete_lines(document), (document, false));
+    }
 }

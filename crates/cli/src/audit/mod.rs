@@ -19,6 +19,9 @@ use rayon::prelude::*;
 pub use report::AuditReport;
 use report::RunReport;
 
+/// One file's audited runs, with a note when part of it was left out; or why it could not be read.
+type FileResult = Result<(Vec<RunReport>, Option<String>), String>;
+
 /// Audits every run found under `paths`. A file that cannot be read is reported in the
 /// report's `errors` and the audit goes on; it fails only when no run at all could be read.
 pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Result<AuditReport, String> {
@@ -33,12 +36,13 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
     // file read by many runs) is BPE-counted once, whichever run meets it first.
     let counter = Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::default())));
     // Files are replayed in parallel; results come back in the files' order.
-    let results: Vec<Result<Vec<RunReport>, String>> = files
+    let results: Vec<FileResult> = files
         .par_iter()
         .map(|file| {
             // A file holding several runs names each `path#id`.
-            let result = load::read(file).map(|runs| {
-                runs.into_iter()
+            let result = load::read(file).map(|(runs, note)| {
+                let runs = runs
+                    .into_iter()
                     .map(|(id, messages)| {
                         let name = match id {
                             Some(id) => format!("{}#{id}", file.display()),
@@ -46,7 +50,8 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
                         };
                         simulate::run(&name, messages, config, &counter)
                     })
-                    .collect()
+                    .collect();
+                (runs, note)
             });
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             if progress && files.len() >= 20 && (n.is_multiple_of(25) || n == files.len()) {
@@ -59,7 +64,13 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
     let mut runs = Vec::with_capacity(files.len());
     for (file, result) in files.iter().zip(results) {
         match result {
-            Ok(found) => runs.extend(found),
+            Ok((found, note)) => {
+                runs.extend(found);
+                // A file audited in part is also listed, so that nothing is left out silently.
+                if let Some(note) = note {
+                    errors.push((file.clone(), note));
+                }
+            }
             Err(error) => errors.push((file.clone(), error)),
         }
     }

@@ -181,7 +181,7 @@ impl AuditReport {
             out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
         }
         for error in &self.errors {
-            out.push_str(&format!("unreadable: {}: {}\n", error.path, error.error));
+            out.push_str(&format!("not read: {}: {}\n", error.path, error.error));
         }
         out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
         out
