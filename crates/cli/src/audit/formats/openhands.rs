@@ -10,15 +10,18 @@
 //! `finish`, ...) is one tool call — named by its function call when the event records one,
 //! by the action otherwise, with `args` as arguments (`thought` becomes the assistant's text) —
 //! and the observation caused by it is its result. State changes, recalls and null events are
-//! bookkeeping and are skipped.
+//! bookkeeping and are skipped. A `condensation` (the condenser made the agent forget events)
+//! restarts the measured context with its summary and what was not forgotten.
 
-use looprail::core::message::{Message, ToolCall, ToolResult};
 use std::borrow::Cow;
+use std::collections::HashSet;
 
+use looprail::core::message::{ContentPart, HISTORY_SUMMARY, Message, Role, ToolCall, ToolResult};
 use serde_json::{Map, Value};
 
 /// Actions and observations that are the runtime's bookkeeping, not the agent's work.
-const SKIPPED: &[&str] = &["change_agent_state", "agent_state_changed", "recall", "null", "condensation"];
+const SKIPPED: &[&str] =
+    &["change_agent_state", "agent_state_changed", "recall", "null", "condensation_request"];
 /// Argument keys that describe how an action ran, not what it asked.
 const NOISE: &[&str] =
     &["thought", "blocking", "hidden", "confirmation_state", "security_risk", "is_input", "impl_source"];
@@ -69,6 +72,46 @@ pub fn run_id(run: &Value) -> Option<String> {
     })
 }
 
+/// What the agent was sent after a condensation (OpenHands' condenser forgets events, by id or
+/// id range, and may leave a summary): one history summary holding the summary and every earlier
+/// message not forgotten, so the context is measured again from there (system messages stay).
+fn condensed(
+    args: &Map<String, Value>,
+    messages: &[Message],
+    sources: &[Option<i64>],
+    forgotten: &mut HashSet<i64>,
+) -> Message {
+    let ids = args.get("forgotten_event_ids").and_then(Value::as_array).into_iter().flatten();
+    forgotten.extend(ids.filter_map(Value::as_i64));
+    let bound = |key: &str| args.get(key).and_then(Value::as_i64);
+    if let (Some(first), Some(last)) = (bound("forgotten_events_start_id"), bound("forgotten_events_end_id"))
+    {
+        forgotten.extend(first..=last);
+    }
+    let summary = args.get("summary").and_then(Value::as_str).unwrap_or_default();
+    let kept = messages.iter().zip(sources).filter(|(message, source)| {
+        message.role != Role::System
+            && !message.is_history_summary()
+            && source.is_none_or(|id| !forgotten.contains(&id))
+    });
+    let mut text = summary.to_owned();
+    for (message, _) in kept {
+        for part in &message.content {
+            let part = match part {
+                ContentPart::Text { text } => text.as_str(),
+                ContentPart::ToolUse(call) => call.arguments.as_str(),
+                ContentPart::ToolResult(result) => result.content.as_str(),
+                ContentPart::Image { .. } => "",
+            };
+            if !part.is_empty() {
+                text.push('\n');
+                text.push_str(part);
+            }
+        }
+    }
+    Message::internal_user(HISTORY_SUMMARY, text)
+}
+
 /// The run's messages.
 pub fn read(run: &Value) -> Result<Vec<Message>, String> {
     let history = run.get("history").and_then(Value::as_array).ok_or("no `history` list")?;
@@ -76,13 +119,23 @@ pub fn read(run: &Value) -> Result<Vec<Message>, String> {
     let mut messages = Vec::with_capacity(events.len());
     // Calls whose result has not come yet, by the event id that caused them.
     let mut open: Vec<(i64, String)> = Vec::new();
+    // The event each message came from, and the events a condenser made the agent forget.
+    let mut sources: Vec<Option<i64>> = Vec::with_capacity(events.len());
+    let mut previous = None;
+    let mut forgotten: HashSet<i64> = HashSet::new();
     for event in events.iter() {
+        sources.resize(messages.len(), previous);
+        previous = event.get("id").and_then(Value::as_i64);
         let source = event.get("source").and_then(Value::as_str).unwrap_or_default();
         if let Some(action) = event.get("action").and_then(Value::as_str) {
             if SKIPPED.contains(&action) {
                 continue;
             }
             let args = event.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
+            if action == "condensation" {
+                messages.push(condensed(&args, &messages, &sources, &mut forgotten));
+                continue;
+            }
             let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             match (action, source) {
                 ("system", _) => messages.push(Message::system(text("content"))),
@@ -123,7 +176,7 @@ pub fn read(run: &Value) -> Result<Vec<Message>, String> {
             messages.push(Message::tool_result(result));
         }
     }
-    if messages.iter().all(|m| m.role != looprail::core::message::Role::User) {
+    if messages.iter().all(|m| m.role != Role::User) {
         return Err("an OpenHands history without the user's task".into());
     }
     Ok(messages)
@@ -163,6 +216,35 @@ mod tests {
         assert!(results[1].is_error);
         let assistant = messages.iter().find(|m| m.tool_calls().next().is_some()).unwrap();
         assert_eq!(assistant.joined_text().as_deref(), Some("Run the tests."));
+    }
+
+    #[test]
+    fn a_condensation_keeps_its_summary_and_what_was_not_forgotten() {
+        let run = serde_json::json!({"history": [
+            {"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands."}},
+            {"id": 1, "source": "user", "action": "message", "args": {"content": "Fix the bug."}},
+            {"id": 2, "source": "agent", "action": "run", "args": {"command": "cat big.py"}},
+            {"id": 3, "source": "agent", "observation": "run", "content": "BIG OUTPUT", "cause": 2},
+            {"id": 4, "source": "agent", "action": "run", "args": {"command": "pytest"}},
+            {"id": 5, "source": "agent", "observation": "run", "content": "1 failed", "cause": 4},
+            {"id": 6, "source": "agent", "action": "condensation", "args": {"forgotten_events_start_id": 2, "forgotten_events_end_id": 3, "summary": "Read big.py.", "summary_offset": 1}},
+            {"id": 7, "source": "agent", "action": "finish", "args": {"outputs": {}}}
+        ]});
+        let messages = read(&run).unwrap();
+        let summary = messages.iter().find(|m| m.is_history_summary()).expect("the condensation");
+        let text = summary.joined_text().unwrap();
+        assert!(text.starts_with("Read big.py."), "{text}");
+        assert!(
+            text.contains("Fix the bug.") && text.contains("pytest") && text.contains("1 failed"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("BIG OUTPUT") && !text.contains("cat big.py"),
+            "forgotten events stay out: {text}"
+        );
+        assert!(!text.contains("You are OpenHands."), "the system prompt stays on its own");
+        // The calls are replayed once each; the summary is no call.
+        assert_eq!(messages.iter().flat_map(Message::tool_calls).count(), 3);
     }
 
     #[test]
