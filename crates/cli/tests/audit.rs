@@ -267,9 +267,12 @@ fn a_log_still_being_written_is_audited_up_to_its_last_whole_line() {
         serde_json::json!({"type": "user", "uuid": "u3", "sessionId": "s", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]}}),
     ];
     let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    text.push_str(r#"{"type":"assistant","uuid":"u4","sessionId":"s","message":{"id":"m2","role":"assis"#);
+    text.push_str(r#"{"type":"assistant","uuid":"u4","sessionId":"s","message":{"id":"m2","content":"dé"#);
+    // The write stopped inside a character, too: the file holds the first of the two bytes of 'é'.
+    let mut bytes = text.into_bytes();
+    bytes.pop();
     let live = dir.join("live.jsonl");
-    std::fs::write(&live, text).unwrap();
+    std::fs::write(&live, bytes).unwrap();
     let report = audit(&[live.display().to_string()]);
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1);

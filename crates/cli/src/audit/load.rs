@@ -92,8 +92,14 @@ pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
         std::fs::File::open(path)
             .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut buffer))
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let text = std::str::from_utf8(&buffer)
-            .map_err(|e| format!("cannot read {}: not UTF-8 ({e})", path.display()))?;
+        let text = match std::str::from_utf8(&buffer) {
+            Ok(text) => text,
+            // A log being written may stop inside a character: its whole part is read (and its
+            // cut last line left out below).
+            Err(e) if e.error_len().is_none() => std::str::from_utf8(&buffer[..e.valid_up_to()])
+                .map_err(|e| format!("cannot read {}: not UTF-8 ({e})", path.display()))?,
+            Err(e) => return Err(format!("cannot read {}: not UTF-8 ({e})", path.display())),
+        };
         let (text, cut) = complete_lines(text);
         let runs = read_runs(text).map_err(|e| format!("{}: {e}", path.display()))?;
         let note = cut.then(|| {
