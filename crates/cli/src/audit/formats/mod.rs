@@ -3,6 +3,11 @@
 //! event histories (one run, or an evaluation `output.jsonl` with one run per line), Claude
 //! Code logs (session files and the stream-json output, sub-agents as runs of their own) and
 //! Codex CLI rollouts.
+//!
+//! Where an agent compacted its own history (Claude Code, Codex, OpenHands' condenser), the
+//! reader leaves a [`HISTORY_SUMMARY`] message holding what the agent went on with, so the
+//! context is measured again from there; text a harness injected is tagged internal (context,
+//! but no user turn).
 
 mod claude_code;
 mod codex;
