@@ -67,19 +67,14 @@ fn complete_lines(text: &str) -> (&str, bool) {
 }
 
 /// Reads the runs of one file, in any supported format, with a note when its last line was cut
-/// short and left out.
+/// short and left out. Errors and notes do not repeat the path: the report lists each with it.
 pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
+        return Err("not a regular file".to_owned());
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} is {} MiB, over the {} MiB limit",
-            path.display(),
-            meta.len() >> 20,
-            MAX_FILE_BYTES >> 20
-        ));
+        return Err(format!("{} MiB, over the {} MiB limit", meta.len() >> 20, MAX_FILE_BYTES >> 20));
     }
     // One buffer per thread, kept between files: a fresh one per file cost a page fault per
     // 4 KB read.
@@ -91,22 +86,22 @@ pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
         buffer.clear();
         std::fs::File::open(path)
             .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut buffer))
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            .map_err(|e| format!("cannot be read: {e}"))?;
+        let not_utf8 = |e: std::str::Utf8Error| format!("not UTF-8 ({e})");
         let text = match std::str::from_utf8(&buffer) {
             Ok(text) => text,
             // A log being written may stop inside a character: its whole part is read (and its
             // cut last line left out below).
-            Err(e) if e.error_len().is_none() => std::str::from_utf8(&buffer[..e.valid_up_to()])
-                .map_err(|e| format!("cannot read {}: not UTF-8 ({e})", path.display()))?,
-            Err(e) => return Err(format!("cannot read {}: not UTF-8 ({e})", path.display())),
+            Err(e) if e.error_len().is_none() => {
+                std::str::from_utf8(&buffer[..e.valid_up_to()]).map_err(not_utf8)?
+            }
+            Err(e) => return Err(not_utf8(e)),
         };
         let (text, cut) = complete_lines(text);
-        let runs = read_runs(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let runs = read_runs(text)?;
         let note = cut.then(|| {
-            format!(
-                "{}: the last line is incomplete (is the log still being written?); the runs before it are audited",
-                path.display()
-            )
+            "the last line is incomplete (is the log still being written?); the runs before it are audited"
+                .to_owned()
         });
         Ok((runs, note))
     })

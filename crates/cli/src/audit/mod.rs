@@ -82,9 +82,11 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
             Some((path, error)) if errors.len() == 1 => {
                 format!("no run could be read: {} ({error})", path.display())
             }
-            Some(_) => {
-                format!("no run could be read: {} files failed, the first: {}", errors.len(), errors[0].1)
-            }
+            Some((path, error)) => format!(
+                "no run could be read: {} files failed, the first: {} ({error})",
+                errors.len(),
+                path.display()
+            ),
             None => "no .json or .jsonl run files found under the given paths".to_owned(),
         });
     }
