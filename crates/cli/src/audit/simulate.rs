@@ -68,11 +68,12 @@ fn tokens(
     // The recorded context: it grows, but where the agent compacted its history (a history
     // summary in the log) it starts again from the system messages and the summary.
     let mut recorded = LoggedContext::default();
+    let mut compactions_in_log = 0;
     for (message, tokens) in messages.iter().zip(per_message) {
         recorded.push(message, *tokens);
+        compactions_in_log += u64::from(message.is_history_summary());
     }
     let peak = recorded.peak();
-    let compactions_in_log = messages.iter().filter(|m| m.is_history_summary()).count() as u64;
     // A conversation whose recorded size stays within the compaction limit never crosses it:
     // compaction would change nothing, and is not simulated.
     if peak <= config.compaction.limit() {

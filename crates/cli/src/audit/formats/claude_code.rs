@@ -15,7 +15,7 @@
 //! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each chain named by
 //! its first message's uuid.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -45,12 +45,12 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
     // The `message.id` of the last assistant message per conversation, to merge its blocks.
     let mut last_id: HashMap<Option<String>, String> = HashMap::new();
     // Conversations whose agent compacted its history and whose summary has not come yet.
-    let mut compacted: Vec<Option<String>> = Vec::new();
+    let mut compacted: HashSet<Option<String>> = HashSet::new();
     for line in lines {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
         if kind == "system" && line.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
             let key = line.get("parent_tool_use_id").and_then(Value::as_str).map(str::to_owned);
-            compacted.push(key);
+            compacted.insert(key);
             continue;
         }
         if !matches!(kind, "user" | "assistant") {
@@ -73,13 +73,13 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
             by_key.insert(key.clone(), Vec::new());
         }
         let conversation = by_key.entry(key.clone()).or_default();
-        let boundary = compacted.iter().position(|k| *k == key).map(|at| compacted.swap_remove(at));
+        let boundary = compacted.remove(&key);
         if line.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
             conversation.push(super::compaction(super::text_of(message.get("content"))));
             last_id.remove(&key);
             continue;
         }
-        if boundary.is_some() {
+        if boundary {
             // A boundary whose summary the log does not keep (the stream): the context restarts.
             conversation.push(super::compaction(String::new()));
             last_id.remove(&key);
