@@ -133,8 +133,6 @@ pub(crate) struct RankTable {
     /// none): merging looks up every adjacent pair of a piece first, and 256 KB stay in a
     /// core's cache where the whole table does not.
     pairs: Box<[u32]>,
-    /// One bit per two-byte string, set when it is a token: 8 KB, in the core's nearest cache.
-    pair_bits: Box<[u64]>,
     len: usize,
 }
 
@@ -198,7 +196,6 @@ impl RankTable {
             longer_filter: vec![0; LONG_FILTER_WORDS].into_boxed_slice(),
             longest: 0,
             pairs: vec![NO_PAIR; 1 << 16].into_boxed_slice(),
-            pair_bits: vec![0; 1 << 10].into_boxed_slice(),
             len: 0,
         };
         for (rank, token) in tokens.enumerate() {
@@ -225,7 +222,6 @@ impl RankTable {
             if let &[first, second] = token {
                 let pair = usize::from(u16::from_le_bytes([first, second]));
                 table.pairs[pair] = rank;
-                table.pair_bits[pair / 64] |= 1 << (pair % 64);
             }
             table.longest = table.longest.max(token.len());
             table.len += 1;
@@ -261,19 +257,6 @@ impl RankTable {
                 return None;
             }
             slot = (slot + 1) & mask;
-        }
-    }
-
-    /// The number of tokens of a piece of one or two bytes: every byte is a token, and two
-    /// bytes are one token or two.
-    #[inline(always)]
-    pub(crate) fn tiny_count(&self, piece: &[u8]) -> usize {
-        match *piece {
-            [first, second] => {
-                let pair = usize::from(u16::from_le_bytes([first, second]));
-                2 - (self.pair_bits[pair / 64] >> (pair % 64) & 1) as usize
-            }
-            _ => piece.len(),
         }
     }
 
@@ -386,18 +369,5 @@ mod tests {
         }
         assert!(reference.decode_bytes(&[100_256]).is_err(), "tiktoken has more ordinary tokens");
         assert_eq!(table.rank(b"not a single token at all"), None);
-    }
-
-    #[test]
-    fn every_piece_of_one_or_two_bytes_counts_as_tiktoken_counts_it() {
-        let bpe = &bpe_openai::cl100k_base().bpe;
-        let table = RankTable::new(cl100k_tokens());
-        for first in 0..=255u8 {
-            assert_eq!(table.tiny_count(&[first]), 1);
-            for second in 0..=255u8 {
-                let piece = [first, second];
-                assert_eq!(table.tiny_count(&piece), bpe.count(&piece), "{piece:?}");
-            }
-        }
     }
 }
