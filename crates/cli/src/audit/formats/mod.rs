@@ -90,8 +90,7 @@ pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
     }
     // Only a file naming these keys can be a SWE-agent or OpenHands log: the common case, a
     // chat log, is parsed once, by the transcript reader.
-    let names = |key: &str| memchr::memmem::find(trimmed.as_bytes(), key.as_bytes()).is_some();
-    if !(names("\"trajectory\"") || names("\"history\"")) {
+    if !names_trajectory_or_history(trimmed.as_bytes()) {
         return read_log(text)
             .map(|(_, messages)| vec![(None, messages)])
             .map_err(|e| format!("{e}; {EXPECTED}"));
@@ -112,6 +111,16 @@ pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
         Ok((_, messages)) => Ok(vec![(None, messages)]),
         Err(e) => Err(format!("{e}; {EXPECTED}")),
     }
+}
+
+/// Whether `text` holds `"trajectory"` or `"history"`, found in one pass over it (a chat log
+/// holds neither, and is read to its end to find that out): both end in `ory"`, which JSON text
+/// seldom holds elsewhere (a quote inside a string is escaped).
+fn names_trajectory_or_history(text: &[u8]) -> bool {
+    memchr::memmem::find_iter(text, b"ory\"").any(|at| {
+        let before = &text[..at];
+        before.ends_with(b"\"traject") || before.ends_with(b"\"hist")
+    })
 }
 
 /// JSONL whose lines are OpenHands runs (`None` when the first line is not one).
@@ -164,4 +173,20 @@ fn agent_jsonl(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
             .map(Some);
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_trajectory_or_history as names;
+
+    #[test]
+    fn the_swe_agent_and_openhands_keys_are_found_in_one_pass() {
+        assert!(names(br#"{"trajectory": [], "info": {}}"#));
+        assert!(names(br#"{"instance_id": "x", "history": []}"#));
+        // Other words ending the same way, and the keys' names inside a string, are not keys.
+        assert!(!names(br#"{"messages": [{"role": "user", "content": "the directory"}], "category": 1}"#));
+        assert!(!names(br#"{"messages": [{"role": "user", "content": "see \"history\""}]}"#));
+        assert!(!names(b"ory\""));
+        assert!(!names(b""));
+    }
 }
