@@ -236,6 +236,16 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     ];
     let text: Vec<String> = rollout.iter().map(|l| l.to_string()).collect();
     std::fs::write(dir.join("rollout-1.jsonl"), text.join("\n")).unwrap();
+    // A rollout of 2025, before the envelope: a metadata line without a type, bare items.
+    let legacy = [
+        serde_json::json!({"id": "s3", "timestamp": "2025-09-02T17:17:41.762Z", "instructions": null, "git": {}}),
+        serde_json::json!({"record_type": "state"}),
+        serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List"}]}),
+        serde_json::json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"ls\"]}", "call_id": "c1"}),
+        serde_json::json!({"type": "function_call_output", "call_id": "c1", "output": "src"}),
+    ];
+    let text: Vec<String> = legacy.iter().map(|l| l.to_string()).collect();
+    std::fs::write(dir.join("rollout-legacy.jsonl"), text.join("\n")).unwrap();
 
     let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
         .args(["audit", "--json", &dir.display().to_string()])
@@ -253,6 +263,8 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     assert_eq!(sub["stop_reason"], "ask_human");
     let codex = runs.iter().find(|r| path(r).ends_with("rollout-1.jsonl")).expect("the rollout");
     assert_eq!(codex["tool_calls"], 2);
+    let legacy = runs.iter().find(|r| path(r).ends_with("rollout-legacy.jsonl")).expect("the 2025 rollout");
+    assert_eq!(legacy["tool_calls"], 1);
     assert!(report["errors"].as_array().unwrap().is_empty(), "{}", report["errors"]);
     let _ = std::fs::remove_dir_all(dir);
 }

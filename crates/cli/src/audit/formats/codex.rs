@@ -1,6 +1,7 @@
 //! Codex CLI session rollouts (`~/.codex/sessions/.../rollout-*.jsonl`): lines
 //! `{"timestamp", "type": "session_meta"|"response_item"|"event_msg"|"turn_context", "payload"}`
-//! (older files: the response items themselves after a first metadata line). Response items
+//! (files of 2025 before that envelope: a first line of metadata without a `type`, then the
+//! response items themselves, between `{"record_type": "state"}` lines). Response items
 //! are Responses-API items: `message` (`role` user/assistant/developer, `content` of
 //! `input_text`/`output_text` parts), `function_call` (`name`, `arguments`, `call_id`) and its
 //! `function_call_output`, `custom_tool_call` / `custom_tool_call_output`, `local_shell_call`;
@@ -30,9 +31,24 @@ fn items(lines: &[Value]) -> impl Iterator<Item = &Value> {
     })
 }
 
-/// True for a rollout: a `session_meta` line or response items.
+/// True for the first line of a rollout written before the `{timestamp, type, payload}`
+/// envelope (until about September 2025): the session's metadata on its own,
+/// `{"id", "timestamp", "instructions", "git"}`.
+pub fn is_legacy_meta(line: &Value) -> bool {
+    line.get("id").is_some_and(Value::is_string)
+        && line.get("timestamp").is_some()
+        && line.get("type").is_none()
+        && line.get("role").is_none()
+}
+
+/// True for a rollout: a `session_meta` line, a legacy metadata line followed by response
+/// items (and `{"record_type": "state"}` bookkeeping lines), or response items.
 pub fn detect(lines: &[Value]) -> bool {
     lines.iter().take(5).any(|l| l.get("type").and_then(Value::as_str) == Some("session_meta"))
+        || lines.split_first().is_some_and(|(first, rest)| {
+            is_legacy_meta(first)
+                && rest.iter().all(|l| l.get("type").is_some() || l.get("record_type").is_some())
+        })
         || (lines.iter().take(10).any(|l| {
             matches!(l.get("type").and_then(Value::as_str), Some("function_call" | "function_call_output"))
         }) && lines.iter().all(|l| l.get("role").is_none() || l.get("type").is_some()))
@@ -147,5 +163,39 @@ mod tests {
         assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
         assert_eq!(chat[2]["tool_calls"][0]["function"]["name"], "shell");
         assert_eq!(chat[3]["tool_call_id"], "call_1");
+    }
+
+    #[test]
+    fn a_rollout_from_before_the_envelope_is_read() {
+        // Codex's rollouts until about September 2025: the metadata line has no `type`, the
+        // items stand on their own lines, and `record_type` lines are bookkeeping.
+        let log: Vec<Value> = [
+            r#"{"id":"c1","timestamp":"2025-09-02T17:17:41.762Z","instructions":null,"git":{"branch":"main"}}"#,
+            r#"{"record_type":"state"}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n<cwd>/w</cwd>\n</environment_context>"}]}"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"list the files"}]}"#,
+            r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}"#,
+            r#"{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}"#,
+            r#"{"record_type":"state"}"#,
+            r#"{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"a.txt\\n\"}"}"#,
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"One file."}]}"#,
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+        assert!(is_legacy_meta(&log[0]));
+        assert!(detect(&log));
+        let chat = messages(&log);
+        let roles: Vec<&str> = chat.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
+        assert_eq!(chat[2]["tool_calls"][0]["function"]["arguments"], r#"{"command":["ls"]}"#);
+        // A chat log's lines are no rollout: a message has a role and no id-and-timestamp line
+        // comes first.
+        let chat_log: Vec<Value> =
+            [r#"{"role":"user","content":"hi"}"#, r#"{"role":"assistant","content":"hello"}"#]
+                .iter()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        assert!(!detect(&chat_log));
     }
 }

@@ -143,16 +143,19 @@ fn openhands_lines(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
 }
 
 /// A Claude Code log or a Codex rollout (`None` when the text is neither): JSONL whose lines
-/// carry a `type` and, for Claude Code, session ids or uuids.
+/// carry a `type` and, for Claude Code, session ids or uuids (a Codex rollout of 2025 opens
+/// with a metadata line without one).
 fn agent_jsonl(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
     // Cheap checks first: a JSON document (one line or pretty-printed) is not parsed here.
     let mut non_empty = text.lines().filter(|l| !l.trim().is_empty());
     let (Some(first), Some(_)) = (non_empty.next(), non_empty.next()) else { return Ok(None) };
-    if !first.trim_start().starts_with('{') || !first.contains("\"type\"") {
+    if !first.trim_start().starts_with('{')
+        || !(first.contains("\"type\"") || first.contains("\"timestamp\""))
+    {
         return Ok(None);
     }
-    let Ok(Value::Object(first)) = serde_json::from_str::<Value>(first) else { return Ok(None) };
-    if !first.contains_key("type") {
+    let Ok(first) = serde_json::from_str::<Value>(first) else { return Ok(None) };
+    if !first.is_object() || !(first.get("type").is_some() || codex::is_legacy_meta(&first)) {
         return Ok(None);
     }
     let mut lines = Vec::new();
