@@ -23,9 +23,11 @@ use serde_json::Value;
 /// in Anthropic's `{"role", "content"}` form.
 pub type Conversation = (Option<String>, Vec<Value>);
 
-/// True when the first meaningful line looks like Claude Code's.
+/// True when a message line looks like Claude Code's. Any line may be the first: a session file
+/// can open with many bookkeeping lines (`summary`, `file-history-snapshot`, `permission-mode`,
+/// titles) before its first message.
 pub fn detect(lines: &[Value]) -> bool {
-    lines.iter().take(10).any(|line| {
+    lines.iter().any(|line| {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
         matches!(kind, "user" | "assistant")
             && line.get("message").is_some_and(|m| m.get("role").is_some())
@@ -205,5 +207,29 @@ mod tests {
         assert_eq!(found.iter().map(|c| c.0.clone()).collect::<Vec<_>>(), [None, Some("c1".to_owned())]);
         assert_eq!(found[0].1.len(), 2);
         assert_eq!(found[1].1.len(), 2);
+    }
+
+    #[test]
+    fn a_session_may_open_with_many_bookkeeping_lines() {
+        // A resumed session's file: one summary per earlier conversation, snapshots and
+        // settings before the first message.
+        let mut text = String::new();
+        for i in 0..15 {
+            text.push_str(&format!(
+                "{{\"type\":\"summary\",\"summary\":\"Earlier work {i}\",\"leafUuid\":\"l{i}\"}}\n"
+            ));
+        }
+        text.push_str(
+            r#"{"type":"file-history-snapshot","messageId":"m0","snapshot":{},"isSnapshotUpdate":false}"#,
+        );
+        text.push('\n');
+        text.push_str(r#"{"type":"permission-mode","permissionMode":"default","sessionId":"s"}"#);
+        text.push('\n');
+        text.push_str(r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"Fix it"}}"#);
+        let log = lines(&text);
+        assert!(detect(&log));
+        let found = conversations(&log);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].1.len(), 1, "bookkeeping lines are no messages");
     }
 }
