@@ -146,6 +146,15 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
         "info": {"exit_status": "exit_cost"}
     });
     std::fs::write(dir.join("django-42.traj"), traj.to_string()).unwrap();
+    // SWE-agent's retry agent: two attempts, the second one chosen (and copied to the top).
+    let healthy_steps: Vec<serde_json::Value> = (0..3)
+        .map(|i| serde_json::json!({"thought": "", "action": format!("open file_{i}.py"), "observation": format!("file {i}")}))
+        .collect();
+    let attempt = |steps: &[serde_json::Value]| serde_json::json!({"history": [{"role": "user", "content": "Fix issue 7."}], "trajectory": steps, "info": {}});
+    let mut retried = attempt(&healthy_steps);
+    retried["attempts"] = serde_json::json!([attempt(&steps), attempt(&healthy_steps)]);
+    retried["info"]["best_attempt_idx"] = 1.into();
+    std::fs::write(dir.join("flask-7.traj"), retried.to_string()).unwrap();
     // OpenHands output.jsonl: two runs, one line each.
     let event = |id: u64, v: serde_json::Value| {
         let mut v = v;
@@ -191,6 +200,11 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
     let swe = by_path("django-42.traj").expect("the .traj run");
     assert_eq!(swe["tool_calls"], 12);
     assert_eq!(swe["stop_reason"], "ask_human", "the repeated failing command is caught");
+    let first = by_path("flask-7.traj#attempt-0").expect("the retry agent's first attempt");
+    assert_eq!(first["tool_calls"], 12);
+    let second = by_path("flask-7.traj#attempt-1").expect("its second attempt");
+    assert_eq!(second["tool_calls"], 3);
+    assert!(by_path("flask-7.traj").is_none(), "the chosen attempt's copy is no run of its own");
     let healthy = by_path("output.jsonl#astropy-1").expect("the first OpenHands run");
     assert_eq!(healthy["tool_calls"], 6);
     assert!(healthy["stop_reason"].is_null());

@@ -96,6 +96,15 @@ pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
             .map_err(|e| format!("{e}; {EXPECTED}"));
     }
     if let Ok(doc) = serde_json::from_str::<Value>(trimmed) {
+        if let Some(attempts) = swe_agent::attempts(&doc) {
+            // Every attempt is a run, named by its index as SWE-agent numbers them
+            // (`info.best_attempt_idx`); the top level's copy of the chosen one is not another.
+            return attempts
+                .iter()
+                .enumerate()
+                .map(|(i, attempt)| Ok((Some(format!("attempt-{i}")), swe_agent::read(attempt)?)))
+                .collect();
+        }
         if swe_agent::detect(&doc) {
             return Ok(vec![(None, swe_agent::read(&doc)?)]);
         }

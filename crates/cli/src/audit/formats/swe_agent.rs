@@ -4,6 +4,7 @@
 //! (tool = the action's first word, arguments `{"command": action}`) and its observation as
 //! the result; the task is the first non-demo user message of the history. Demonstrations
 //! (`is_demo`) are context the model was sent, kept as one harness message, not as calls.
+//! The retry agent's files hold several attempts (`attempts`), each a run.
 
 use looprail::core::message::{Message, ToolCall, ToolResult};
 use serde_json::Value;
@@ -15,6 +16,13 @@ pub fn detect(doc: &Value) -> bool {
     doc.get("trajectory").and_then(Value::as_array).is_some_and(|steps| {
         steps.first().is_none_or(|s| s.get("action").is_some() && s.get("observation").is_some())
     }) && doc.get("messages").is_none()
+}
+
+/// The attempts of a `.traj` written by SWE-agent's retry agent (`{"attempts": [...]}`, each
+/// attempt a trajectory of its own; the chosen one is also copied to the top level), when every
+/// attempt is one.
+pub fn attempts(doc: &Value) -> Option<&Vec<Value>> {
+    doc.get("attempts").and_then(Value::as_array).filter(|a| !a.is_empty() && a.iter().all(detect))
 }
 
 /// The run's messages.
@@ -86,5 +94,10 @@ mod tests {
         assert_eq!(calls[0].arguments, r#"{"command":"find_file parser.py"}"#);
         assert_eq!(messages[4].tool_results().next().unwrap().content, "Found 1 match");
         assert!(!detect(&serde_json::json!({"messages": []})));
+        // The retry agent: each attempt is a trajectory; the chosen one is copied to the top.
+        let retried = serde_json::json!({"attempts": [doc.clone(), doc.clone()], "trajectory": doc["trajectory"].clone()});
+        assert_eq!(attempts(&retried).map(Vec::len), Some(2));
+        assert_eq!(attempts(&doc), None);
+        assert_eq!(attempts(&serde_json::json!({"attempts": [{"x": 1}]})), None);
     }
 }
