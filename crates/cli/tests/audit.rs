@@ -179,7 +179,21 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
     let healthy: Vec<String> =
         (0..6).map(|i| format!("cat file_{}.py", ["a", "b", "c", "d", "e", "f"][i])).collect();
     let healthy: Vec<&str> = healthy.iter().map(String::as_str).collect();
-    let lines = format!("{}\n{}\n", run("astropy-1", &healthy), run("sympy-2", &["ls"; 14]));
+    // The same loop as OpenHands' agent SDK (V1) writes it, and a crashed instance (no history).
+    let mut sdk = vec![
+        serde_json::json!({"kind": "SystemPromptEvent", "id": "s0", "source": "agent", "system_prompt": {"type": "text", "text": "You are OpenHands."}, "tools": []}),
+        serde_json::json!({"kind": "MessageEvent", "id": "s1", "source": "user", "llm_message": {"role": "user", "content": [{"type": "text", "text": "Fix it."}]}}),
+    ];
+    for i in 0..14 {
+        let call = format!("call_{i}");
+        sdk.push(serde_json::json!({"kind": "ActionEvent", "id": format!("a{i}"), "source": "agent", "thought": [], "tool_name": "terminal", "tool_call_id": call, "tool_call": {"id": call, "name": "terminal", "arguments": "{\"command\": \"ls\"}"}, "llm_response_id": format!("r{i}"), "action": {"kind": "TerminalAction", "command": "ls"}}));
+        sdk.push(serde_json::json!({"kind": "ObservationEvent", "id": format!("o{i}"), "source": "environment", "tool_name": "terminal", "tool_call_id": call, "action_id": format!("a{i}"), "observation": {"kind": "TerminalObservation", "content": [{"type": "text", "text": "ran ls"}], "is_error": false}}));
+    }
+    let sdk_run = serde_json::json!({"instance_id": "django-3", "history": sdk}).to_string();
+    let crashed =
+        serde_json::json!({"instance_id": "flask-9", "history": [], "error": "runtime failed to start"});
+    let lines =
+        format!("{}\n{}\n{sdk_run}\n{crashed}\n", run("astropy-1", &healthy), run("sympy-2", &["ls"; 14]));
     std::fs::write(dir.join("output.jsonl"), lines).unwrap();
     std::fs::write(dir.join("notes.json"), r#"{"title": "not a run"}"#).unwrap();
 
@@ -211,9 +225,28 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
     let looping = by_path("output.jsonl#sympy-2").expect("the second OpenHands run");
     assert_eq!(looping["tool_calls"], 14);
     assert_eq!(looping["stop_reason"], "ask_human");
+    let sdk = by_path("output.jsonl#django-3").expect("the agent SDK's run");
+    assert_eq!(sdk["tool_calls"], 14);
+    assert_eq!(sdk["stop_reason"], "ask_human");
+    assert!(by_path("output.jsonl#flask-9").is_none());
     let errors = report["errors"].as_array().unwrap();
-    assert_eq!(errors.len(), 1);
-    assert!(errors[0]["error"].as_str().unwrap().contains("expected an OpenAI chat"), "{}", errors[0]);
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let error_of = |suffix: &str| {
+        errors.iter().find(|e| e["path"].as_str().unwrap().ends_with(suffix)).unwrap()["error"]
+            .as_str()
+            .unwrap()
+    };
+    assert!(error_of("notes.json").contains("expected an OpenAI chat"));
+    assert!(
+        error_of("output.jsonl").contains("left out run flask-9 (line 4)"),
+        "{}",
+        error_of("output.jsonl")
+    );
+    let read_in_part = |suffix: &str| {
+        errors.iter().find(|e| e["path"].as_str().unwrap().ends_with(suffix)).unwrap()["read_in_part"].clone()
+    };
+    assert_eq!(read_in_part("notes.json"), false);
+    assert_eq!(read_in_part("output.jsonl"), true, "its other runs are in the report");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -306,5 +339,6 @@ fn a_log_still_being_written_is_audited_up_to_its_last_whole_line() {
     let errors = report["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "the cut line is not dropped silently");
     assert!(errors[0]["error"].as_str().unwrap().contains("last line is incomplete"), "{}", errors[0]);
+    assert_eq!(errors[0]["read_in_part"], true);
     let _ = std::fs::remove_dir_all(dir);
 }

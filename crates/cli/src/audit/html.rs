@@ -173,7 +173,8 @@ pub fn render(report: &AuditReport) -> String {
     }
     page.push_str("</tbody></table>");
     for error in &report.errors {
-        let _ = write!(page, "<p class=\"error\">not read: {}: {}</p>", esc(&error.path), esc(&error.error));
+        let (label, path, why) = (error.label(), esc(&error.path), esc(&error.error));
+        let _ = write!(page, "<p class=\"error\">{label}: {path}: {why}</p>");
     }
     // The report's data, for tools that read the page (`</` escaped so it cannot close the tag).
     let data = serde_json::to_string(report).unwrap_or_default().replace("</", "<\\/");

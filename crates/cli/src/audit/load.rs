@@ -98,12 +98,15 @@ pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
             Err(e) => return Err(not_utf8(e)),
         };
         let (text, cut) = complete_lines(text);
-        let runs = read_runs(text)?;
-        let note = cut.then(|| {
-            "the last line is incomplete (is the log still being written?); the runs before it are audited"
-                .to_owned()
-        });
-        Ok((runs, note))
+        let file = read_runs(text)?;
+        let mut notes: Vec<String> = file.left_out.iter().map(|why| format!("left out {why}")).collect();
+        if cut {
+            notes.push(
+                "the last line is incomplete (is the log still being written?); the runs before it are audited"
+                    .to_owned(),
+            );
+        }
+        Ok((file.runs, (!notes.is_empty()).then(|| notes.join("; "))))
     })
 }
 

@@ -17,7 +17,7 @@ use looprail::compaction::{MemoCounter, TiktokenCounter};
 use rayon::prelude::*;
 
 pub use report::AuditReport;
-use report::RunReport;
+use report::{FileError, RunReport};
 
 /// One file's audited runs, with a note when part of it was left out; or why it could not be read.
 type FileResult = Result<(Vec<RunReport>, Option<String>), String>;
@@ -29,7 +29,13 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
     std::thread::spawn(|| {
         TiktokenCounter::default();
     });
-    let (files, mut errors) = load::collect(paths);
+    let (files, unlisted) = load::collect(paths);
+    let unread = |path: &std::path::Path, error: String, read_in_part: bool| FileError {
+        path: path.display().to_string(),
+        error,
+        read_in_part,
+    };
+    let mut errors: Vec<FileError> = unlisted.into_iter().map(|(path, e)| unread(&path, e, false)).collect();
     let started = Instant::now();
     let done = AtomicUsize::new(0);
     // One cache for the whole audit: each distinct message (a scaffold's system prompt, a
@@ -68,10 +74,10 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
                 runs.extend(found);
                 // A file audited in part is also listed, so that nothing is left out silently.
                 if let Some(note) = note {
-                    errors.push((file.clone(), note));
+                    errors.push(unread(file, note, true));
                 }
             }
-            Err(error) => errors.push((file.clone(), error)),
+            Err(error) => errors.push(unread(file, error, false)),
         }
     }
     if progress && files.len() >= 20 {
@@ -79,13 +85,14 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
     }
     if runs.is_empty() {
         return Err(match errors.first() {
-            Some((path, error)) if errors.len() == 1 => {
-                format!("no run could be read: {} ({error})", path.display())
+            Some(first) if errors.len() == 1 => {
+                format!("no run could be read: {} ({})", first.path, first.error)
             }
-            Some((path, error)) => format!(
-                "no run could be read: {} files failed, the first: {} ({error})",
+            Some(first) => format!(
+                "no run could be read: {} files failed, the first: {} ({})",
                 errors.len(),
-                path.display()
+                first.path,
+                first.error
             ),
             None => "no .json or .jsonl run files found under the given paths".to_owned(),
         });

@@ -83,13 +83,22 @@ pub struct Summary {
     pub runs_per_second: f64,
 }
 
-/// A file the audit could not read.
+/// A file the audit could not read, or read only in part.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileError {
     /// The file.
     pub path: String,
     /// Why.
     pub error: String,
+    /// True when the file's other runs (or its lines before a cut one) were audited.
+    pub read_in_part: bool,
+}
+
+impl FileError {
+    /// How the table and the page label it.
+    pub fn label(&self) -> &'static str {
+        if self.read_in_part { "read in part" } else { "not read" }
+    }
 }
 
 /// Everything the audit found.
@@ -104,15 +113,7 @@ pub struct AuditReport {
 }
 
 impl AuditReport {
-    pub(super) fn new(
-        runs: Vec<RunReport>,
-        errors: Vec<(std::path::PathBuf, String)>,
-        elapsed: Duration,
-    ) -> Self {
-        let errors = errors
-            .into_iter()
-            .map(|(path, error)| FileError { path: path.display().to_string(), error })
-            .collect();
+    pub(super) fn new(runs: Vec<RunReport>, errors: Vec<FileError>, elapsed: Duration) -> Self {
         let mut detections: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
         for event in runs.iter().flat_map(|r| &r.events) {
             *detections.entry(event.detector.clone()).or_default().entry(event.level.clone()).or_default() +=
@@ -181,7 +182,7 @@ impl AuditReport {
             out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
         }
         for error in &self.errors {
-            out.push_str(&format!("not read: {}: {}\n", error.path, error.error));
+            out.push_str(&format!("{}: {}: {}\n", error.label(), error.path, error.error));
         }
         out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
         out

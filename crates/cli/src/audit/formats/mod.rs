@@ -12,6 +12,7 @@
 mod claude_code;
 mod codex;
 mod openhands;
+mod openhands_sdk;
 mod swe_agent;
 
 use looprail::core::message::{HISTORY_SUMMARY, InternalTag, Message};
@@ -82,8 +83,40 @@ JSONL of messages), a SWE-agent .traj (`trajectory` and `history`) or an OpenHan
 events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
 rollout (JSONL of `session_meta` and `response_item` lines)";
 
+/// What a file holds: the runs read from it, and each run of it that could not be read, named,
+/// with why (a file of many runs is not refused for one bad run).
+#[derive(Debug, Default)]
+pub struct FileRuns {
+    /// The runs read.
+    pub runs: Vec<FoundRun>,
+    /// The runs left out, each as `name: why`.
+    pub left_out: Vec<String>,
+}
+
+impl FileRuns {
+    fn one(messages: Vec<Message>) -> Self {
+        Self { runs: vec![(None, messages)], left_out: Vec::new() }
+    }
+
+    /// Runs read one by one (an error names its run): those that fail are left out, unless
+    /// every one does, and then the file is not read.
+    fn each(results: impl IntoIterator<Item = Result<FoundRun, String>>) -> Result<Self, String> {
+        let mut file = Self::default();
+        for result in results {
+            match result {
+                Ok(run) => file.runs.push(run),
+                Err(e) => file.left_out.push(e),
+            }
+        }
+        match (file.runs.is_empty(), file.left_out.first()) {
+            (true, Some(first)) => Err(first.clone()),
+            _ => Ok(file),
+        }
+    }
+}
+
 /// Every run in `text`, or why none could be read.
-pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
+pub fn read_runs(text: &str) -> Result<FileRuns, String> {
     let trimmed = text.trim();
     if let Some(runs) = agent_jsonl(trimmed)? {
         return Ok(runs);
@@ -92,32 +125,31 @@ pub fn read_runs(text: &str) -> Result<Vec<FoundRun>, String> {
     // chat log, is parsed once, by the transcript reader.
     if !names_trajectory_or_history(trimmed.as_bytes()) {
         return read_log(text)
-            .map(|(_, messages)| vec![(None, messages)])
+            .map(|(_, messages)| FileRuns::one(messages))
             .map_err(|e| format!("{e}; {EXPECTED}"));
     }
     if let Ok(doc) = serde_json::from_str::<Value>(trimmed) {
         if let Some(attempts) = swe_agent::attempts(&doc) {
             // Every attempt is a run, named by its index as SWE-agent numbers them
             // (`info.best_attempt_idx`); the top level's copy of the chosen one is not another.
-            return attempts
-                .iter()
-                .enumerate()
-                .map(|(i, attempt)| Ok((Some(format!("attempt-{i}")), swe_agent::read(attempt)?)))
-                .collect();
+            return FileRuns::each(attempts.iter().enumerate().map(|(i, attempt)| {
+                let id = format!("attempt-{i}");
+                swe_agent::read(attempt).map(|m| (Some(id.clone()), m)).map_err(|e| format!("{id}: {e}"))
+            }));
         }
         if swe_agent::detect(&doc) {
-            return Ok(vec![(None, swe_agent::read(&doc)?)]);
+            return Ok(FileRuns::one(swe_agent::read(&doc)?));
         }
         if openhands::detect(&doc) {
             // One line of an `output.jsonl` is still named by its instance.
             let id = if trimmed.contains('\n') { None } else { openhands::run_id(&doc) };
-            return Ok(vec![(id, openhands::read(&doc)?)]);
+            return Ok(FileRuns { runs: vec![(id, openhands::read(&doc)?)], left_out: Vec::new() });
         }
     } else if let Some(runs) = openhands_lines(trimmed)? {
         return Ok(runs);
     }
     match read_log(text) {
-        Ok((_, messages)) => Ok(vec![(None, messages)]),
+        Ok((_, messages)) => Ok(FileRuns::one(messages)),
         Err(e) => Err(format!("{e}; {EXPECTED}")),
     }
 }
@@ -133,28 +165,29 @@ fn names_trajectory_or_history(text: &[u8]) -> bool {
 }
 
 /// JSONL whose lines are OpenHands runs (`None` when the first line is not one).
-fn openhands_lines(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
+fn openhands_lines(text: &str) -> Result<Option<FileRuns>, String> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty()).enumerate().peekable();
     let Some((_, first)) = lines.peek() else { return Ok(None) };
     let Ok(first) = serde_json::from_str::<Value>(first) else { return Ok(None) };
     if !openhands::detect(&first) {
         return Ok(None);
     }
-    let mut runs = Vec::new();
-    for (index, line) in lines {
+    // A run that cannot be read (an evaluation's crashed instance, with an empty history) is
+    // left out and said; the others are audited.
+    FileRuns::each(lines.map(|(index, line)| {
         let run: Value =
             serde_json::from_str(line).map_err(|e| format!("line {} is not JSON: {e}", index + 1))?;
         let id = openhands::run_id(&run).unwrap_or_else(|| format!("line-{}", index + 1));
         let messages = openhands::read(&run).map_err(|e| format!("run {id} (line {}): {e}", index + 1))?;
-        runs.push((Some(id), messages));
-    }
-    Ok(Some(runs))
+        Ok((Some(id), messages))
+    }))
+    .map(Some)
 }
 
 /// A Claude Code log or a Codex rollout (`None` when the text is neither): JSONL whose lines
 /// carry a `type` and, for Claude Code, session ids or uuids (a Codex rollout of 2025 opens
 /// with a metadata line without one).
-fn agent_jsonl(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
+fn agent_jsonl(text: &str) -> Result<Option<FileRuns>, String> {
     // Cheap checks first: a JSON document (one line or pretty-printed) is not parsed here.
     let mut non_empty = text.lines().filter(|l| !l.trim().is_empty());
     let (Some(first), Some(_)) = (non_empty.next(), non_empty.next()) else { return Ok(None) };
@@ -175,14 +208,14 @@ fn agent_jsonl(text: &str) -> Result<Option<Vec<FoundRun>>, String> {
         );
     }
     if codex::detect(&lines) {
-        return Ok(Some(vec![(None, read_chat(codex::messages(&lines))?)]));
+        return Ok(Some(FileRuns::one(read_chat(codex::messages(&lines))?)));
     }
     if claude_code::detect(&lines) {
-        return claude_code::conversations(&lines)
-            .into_iter()
-            .map(|(key, chat)| Ok((key, read_chat(chat)?)))
-            .collect::<Result<Vec<_>, String>>()
-            .map(Some);
+        let conversations = claude_code::conversations(&lines).into_iter().map(|(key, chat)| {
+            let name = key.as_deref().map_or_else(|| "the main conversation".to_owned(), |k| format!("#{k}"));
+            read_chat(chat).map(|m| (key, m)).map_err(|e| format!("{name}: {e}"))
+        });
+        return FileRuns::each(conversations).map(Some);
     }
     Ok(None)
 }

@@ -12,12 +12,17 @@
 //! and the observation caused by it is its result. State changes, recalls and null events are
 //! bookkeeping and are skipped. A `condensation` (the condenser made the agent forget events)
 //! restarts the measured context with its summary and what was not forgotten.
+//!
+//! Histories of the agent SDK's events (OpenHands V1, tagged by `kind`) are read by
+//! [`openhands_sdk`].
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 
 use looprail::core::message::{ContentPart, HISTORY_SUMMARY, Message, Role, ToolCall, ToolResult};
 use serde_json::{Map, Value};
+
+use super::openhands_sdk;
 
 /// Actions and observations that are the runtime's bookkeeping, not the agent's work.
 const SKIPPED: &[&str] =
@@ -29,7 +34,8 @@ const NOISE: &[&str] =
 /// True for a run object with an OpenHands `history` of events (or of the older
 /// `[action, observation]` pairs).
 pub fn detect(run: &Value) -> bool {
-    let is_event = |e: &Value| e.get("action").is_some() || e.get("observation").is_some();
+    let is_event =
+        |e: &Value| e.get("action").is_some() || e.get("observation").is_some() || openhands_sdk::is_event(e);
     run.get("history").and_then(Value::as_array).is_some_and(|h| {
         h.iter()
             .take(5)
@@ -72,27 +78,30 @@ pub fn run_id(run: &Value) -> Option<String> {
     })
 }
 
-/// What the agent was sent after a condensation (OpenHands' condenser forgets events, by id or
-/// id range, and may leave a summary): one history summary holding the summary and every earlier
-/// message not forgotten, so the context is measured again from there (system messages stay).
-fn condensed(
-    args: &Map<String, Value>,
-    messages: &[Message],
-    sources: &[Option<i64>],
-    forgotten: &mut HashSet<i64>,
-) -> Message {
-    let ids = args.get("forgotten_event_ids").and_then(Value::as_array).into_iter().flatten();
-    forgotten.extend(ids.filter_map(Value::as_i64));
-    let bound = |key: &str| args.get(key).and_then(Value::as_i64);
-    if let (Some(first), Some(last)) = (bound("forgotten_events_start_id"), bound("forgotten_events_end_id"))
-    {
-        forgotten.extend(first..=last);
+/// The id of an event as text (OpenHands numbers its events; its agent SDK names them with
+/// uuids), so both forms of history share [`condensed`].
+pub(super) fn event_id(event: &Value) -> Option<String> {
+    match event.get("id")? {
+        Value::String(id) => Some(id.clone()),
+        Value::Number(id) => Some(id.to_string()),
+        _ => None,
     }
-    let summary = args.get("summary").and_then(Value::as_str).unwrap_or_default();
+}
+
+/// What the agent was sent after a condensation (OpenHands' condenser forgets events and may
+/// leave a summary): one history summary holding the summary and every earlier message whose
+/// event (`sources`, by message) is not `forgotten`, so the context is measured again from
+/// there (system messages stay).
+pub(super) fn condensed(
+    summary: &str,
+    messages: &[Message],
+    sources: &[Option<String>],
+    forgotten: &HashSet<String>,
+) -> Message {
     let kept = messages.iter().zip(sources).filter(|(message, source)| {
         message.role != Role::System
             && !message.is_history_summary()
-            && source.is_none_or(|id| !forgotten.contains(&id))
+            && source.as_ref().is_none_or(|id| !forgotten.contains(id))
     });
     let mut text = summary.to_owned();
     for (message, _) in kept {
@@ -112,20 +121,34 @@ fn condensed(
     Message::internal_user(HISTORY_SUMMARY, text)
 }
 
+/// The events a legacy `condensation` action makes the agent forget: by id, or by an id range.
+fn forgotten_by(args: &Map<String, Value>, forgotten: &mut HashSet<String>) {
+    let ids = args.get("forgotten_event_ids").and_then(Value::as_array).into_iter().flatten();
+    forgotten.extend(ids.filter_map(Value::as_i64).map(|id| id.to_string()));
+    let bound = |key: &str| args.get(key).and_then(Value::as_i64);
+    if let (Some(first), Some(last)) = (bound("forgotten_events_start_id"), bound("forgotten_events_end_id"))
+    {
+        forgotten.extend((first..=last).map(|id| id.to_string()));
+    }
+}
+
 /// The run's messages.
 pub fn read(run: &Value) -> Result<Vec<Message>, String> {
     let history = run.get("history").and_then(Value::as_array).ok_or("no `history` list")?;
+    if history.iter().any(openhands_sdk::is_event) {
+        return openhands_sdk::read(history);
+    }
     let events = events(history);
     let mut messages = Vec::with_capacity(events.len());
     // Calls whose result has not come yet, by the event id that caused them.
     let mut open: Vec<(i64, String)> = Vec::new();
     // The event each message came from, and the events a condenser made the agent forget.
-    let mut sources: Vec<Option<i64>> = Vec::with_capacity(events.len());
+    let mut sources: Vec<Option<String>> = Vec::with_capacity(events.len());
     let mut previous = None;
-    let mut forgotten: HashSet<i64> = HashSet::new();
+    let mut forgotten: HashSet<String> = HashSet::new();
     for event in events.iter() {
         sources.resize(messages.len(), previous);
-        previous = event.get("id").and_then(Value::as_i64);
+        previous = event_id(event);
         let source = event.get("source").and_then(Value::as_str).unwrap_or_default();
         if let Some(action) = event.get("action").and_then(Value::as_str) {
             if SKIPPED.contains(&action) {
@@ -133,7 +156,9 @@ pub fn read(run: &Value) -> Result<Vec<Message>, String> {
             }
             let args = event.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
             if action == "condensation" {
-                messages.push(condensed(&args, &messages, &sources, &mut forgotten));
+                forgotten_by(&args, &mut forgotten);
+                let summary = args.get("summary").and_then(Value::as_str).unwrap_or_default();
+                messages.push(condensed(summary, &messages, &sources, &forgotten));
                 continue;
             }
             let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
