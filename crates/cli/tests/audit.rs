@@ -258,7 +258,7 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     let mut lines = vec![
         serde_json::json!({"type": "system", "subtype": "init", "session_id": "s1"}),
         serde_json::json!({"type": "user", "message": {"role": "user", "content": "Fix the build."}, "parent_tool_use_id": null, "session_id": "s1"}),
-        serde_json::json!({"type": "assistant", "message": {"id": "m0", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task", "input": {"prompt": "Find the error"}}]}, "parent_tool_use_id": null, "session_id": "s1"}),
+        serde_json::json!({"type": "assistant", "message": {"id": "m0", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task", "input": {"prompt": "Find the error"}}], "usage": {"input_tokens": 1200, "cache_read_input_tokens": 300, "output_tokens": 40}}, "parent_tool_use_id": null, "session_id": "s1"}),
         serde_json::json!({"type": "user", "message": {"role": "user", "content": "Find the error"}, "parent_tool_use_id": "toolu_task", "session_id": "s1"}),
     ];
     for i in 0..12 {
@@ -280,6 +280,7 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
         serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "src"}}),
         serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"cargo\",\"test\"]}", "call_id": "c2"}}),
         serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c2", "output": "ok"}}),
+        serde_json::json!({"timestamp": "t", "type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 5000, "cached_input_tokens": 4000}}}}),
     ];
     let text: Vec<String> = rollout.iter().map(|l| l.to_string()).collect();
     std::fs::write(dir.join("rollout-1.jsonl"), text.join("\n")).unwrap();
@@ -304,12 +305,15 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     let path = |r: &serde_json::Value| r["path"].as_str().unwrap().to_owned();
     let main = runs.iter().find(|r| path(r).ends_with("session.jsonl")).expect("the main conversation");
     assert_eq!(main["tool_calls"], 1, "only the Task call");
+    assert_eq!(main["tokens"]["logged_peak"], 1500, "the log's own usage, beside our count");
     assert!(main["stop_reason"].is_null());
     let sub = runs.iter().find(|r| path(r).ends_with("session.jsonl#toolu_task")).expect("the sub-agent");
     assert_eq!(sub["tool_calls"], 12);
     assert_eq!(sub["stop_reason"], "ask_human");
     let codex = runs.iter().find(|r| path(r).ends_with("rollout-1.jsonl")).expect("the rollout");
     assert_eq!(codex["tool_calls"], 2);
+    assert_eq!(codex["tokens"]["logged_peak"], 5000);
+    assert!(sub["tokens"]["logged_peak"].is_null(), "no usage was logged for the sub-agent");
     let legacy = runs.iter().find(|r| path(r).ends_with("rollout-legacy.jsonl")).expect("the 2025 rollout");
     assert_eq!(legacy["tool_calls"], 1);
     assert!(report["errors"].as_array().unwrap().is_empty(), "{}", report["errors"]);

@@ -90,11 +90,15 @@ fn timeline(run: &RunReport, peak_max: u64) -> String {
         r#"<rect class="peak" x="{LEFT}" y="70" width="{:.1}" height="12"/><text class="label" x="{LEFT}" y="80" dx="4">context peak {} tokens{}</text><rect class="compacted" x="{LEFT}" y="88" width="{:.1}" height="12"/><text class="label" x="{LEFT}" y="98" dx="4">with compaction {} tokens</text></svg>"#,
         bar(run.tokens.peak),
         run.tokens.peak,
-        match run.tokens.compactions_in_log {
-            0 => String::new(),
-            1 => " (the agent compacted once)".to_owned(),
-            n => format!(" (the agent compacted {n} times)"),
-        },
+        [
+            match run.tokens.compactions_in_log {
+                0 => String::new(),
+                1 => " (the agent compacted once)".to_owned(),
+                n => format!(" (the agent compacted {n} times)"),
+            },
+            run.tokens.logged_peak.map(|p| format!("; the log's own usage: {p}")).unwrap_or_default(),
+        ]
+        .concat(),
         bar(run.tokens.peak_with_compaction),
         run.tokens.peak_with_compaction
     );

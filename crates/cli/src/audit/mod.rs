@@ -49,12 +49,12 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
             let result = load::read(file).map(|(runs, note)| {
                 let runs = runs
                     .into_iter()
-                    .map(|(id, messages)| {
-                        let name = match id {
+                    .map(|run| {
+                        let name = match &run.id {
                             Some(id) => format!("{}#{id}", file.display()),
                             None => file.display().to_string(),
                         };
-                        simulate::run(&name, messages, config, &counter)
+                        simulate::run(&name, run.messages, run.logged_peak, config, &counter)
                     })
                     .collect();
                 (runs, note)

@@ -17,6 +17,9 @@ pub struct Tokens {
     /// How many times the recorded agent compacted its own history (the peaks are measured
     /// from each compaction on).
     pub compactions_in_log: u64,
+    /// The largest prompt the log records the provider counting (its own usage records, in
+    /// the provider's tokens, which need not be cl100k's), when the log has any.
+    pub logged_peak: Option<u64>,
 }
 
 /// One run's result, in the exact JSON shape the audit documents.

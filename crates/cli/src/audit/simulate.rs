@@ -17,10 +17,12 @@ use super::report::{RunReport, Tokens};
 /// Runs with at least this many messages have them counted in parallel.
 const PARALLEL_COUNT_FROM: usize = 1_024;
 
-/// Replays `messages` and measures their context size with and without compaction.
+/// Replays `messages` and measures their context size with and without compaction (`logged_peak`,
+/// the log's own figure, is reported beside them).
 pub fn run(
     name: &str,
     mut messages: Vec<Message>,
+    logged_peak: Option<u64>,
     config: &LooprailConfig,
     counter: &Arc<MemoCounter>,
 ) -> RunReport {
@@ -51,7 +53,7 @@ pub fn run(
             .map_or(messages.len(), |(i, _)| i + 1);
         per_message[cut.min(messages.len())..].iter().sum()
     });
-    let tokens = tokens(messages, &per_message, config, counter);
+    let tokens = Tokens { logged_peak, ..tokens(messages, &per_message, config, counter) };
     RunReport::new(name, replayed, tokens, saved_tokens)
 }
 
@@ -77,7 +79,7 @@ fn tokens(
     // A conversation whose recorded size stays within the compaction limit never crosses it:
     // compaction would change nothing, and is not simulated.
     if peak <= config.compaction.limit() {
-        return Tokens { peak, peak_with_compaction: peak, compactions_in_log };
+        return Tokens { peak, peak_with_compaction: peak, compactions_in_log, logged_peak: None };
     }
     let shared: Arc<dyn TokenCounter> = counter.clone();
     let mut policy = AutoCompaction::new(config.compaction.clone()).with_counter(shared);
@@ -101,5 +103,5 @@ fn tokens(
         working.push(message);
     }
     compacted_peak = compacted_peak.max(ledger.sync(&working, counter.as_ref()));
-    Tokens { peak, peak_with_compaction: compacted_peak, compactions_in_log }
+    Tokens { peak, peak_with_compaction: compacted_peak, compactions_in_log, logged_peak: None }
 }

@@ -19,9 +19,24 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-/// A conversation: `None` for the main one, the sub-agent's key otherwise, with its messages
-/// in Anthropic's `{"role", "content"}` form.
-pub type Conversation = (Option<String>, Vec<Value>);
+/// A conversation of a log.
+pub struct Conversation {
+    /// `None` for the main one, the sub-agent's key otherwise.
+    pub key: Option<String>,
+    /// Its messages, in Anthropic's `{"role", "content"}` form.
+    pub messages: Vec<Value>,
+    /// The largest prompt its assistant messages' `usage` records: input, cache writes and
+    /// cache reads together, as Anthropic counts a request's input.
+    pub logged_peak: Option<u64>,
+}
+
+/// The prompt an assistant message's `usage` says its request had.
+fn prompt_tokens(message: &Value) -> Option<u64> {
+    let usage = message.get("usage")?;
+    let field = |key: &str| usage.get(key).and_then(Value::as_u64);
+    let parts = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"].map(field);
+    parts.iter().any(Option::is_some).then(|| parts.iter().flatten().sum())
+}
 
 /// True when a message line looks like Claude Code's. Any line may be the first: a session file
 /// can open with many bookkeeping lines (`summary`, `file-history-snapshot`, `permission-mode`,
@@ -48,6 +63,7 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
     let mut last_id: HashMap<Option<String>, String> = HashMap::new();
     // Conversations whose agent compacted its history and whose summary has not come yet.
     let mut compacted: HashSet<Option<String>> = HashSet::new();
+    let mut peaks: HashMap<Option<String>, u64> = HashMap::new();
     for line in lines {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
         if kind == "system" && line.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
@@ -111,6 +127,10 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
             }
         }
         if role == "assistant" {
+            if let Some(prompt) = prompt_tokens(message) {
+                let peak = peaks.entry(key.clone()).or_default();
+                *peak = (*peak).max(prompt);
+            }
             last_id.insert(key, id);
         } else {
             last_id.remove(&key);
@@ -120,7 +140,8 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
         .into_iter()
         .filter_map(|key| {
             let messages = by_key.remove(&key)?;
-            (!messages.is_empty()).then_some((key, messages))
+            let logged_peak = peaks.get(&key).copied();
+            (!messages.is_empty()).then_some(Conversation { key, messages, logged_peak })
         })
         .collect()
 }
@@ -158,11 +179,12 @@ mod tests {
         let found = conversations(&log);
         assert_eq!(found.len(), 2);
         let (main, sub) = (&found[0], &found[1]);
-        assert_eq!(main.0, None);
-        assert_eq!(main.1.len(), 3, "user, one merged assistant turn, the Task result");
-        assert_eq!(main.1[1]["content"].as_array().unwrap().len(), 2);
-        assert_eq!(sub.0.as_deref(), Some("toolu_task"));
-        assert_eq!(sub.1.len(), 3);
+        assert_eq!(main.key, None);
+        assert_eq!(main.messages.len(), 3, "user, one merged assistant turn, the Task result");
+        assert_eq!(main.messages[1]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(sub.key.as_deref(), Some("toolu_task"));
+        assert_eq!(sub.messages.len(), 3);
+        assert_eq!((main.logged_peak, sub.logged_peak), (None, None), "this stream records no usage");
     }
 
     #[test]
@@ -180,7 +202,7 @@ mod tests {
             "\n",
             r#"{"type":"user","uuid":"u5","sessionId":"s","message":{"role":"user","content":"Go on"}}"#,
         ));
-        let (_, chat) = conversations(&log).remove(0);
+        let chat = conversations(&log).remove(0).messages;
         let messages = super::super::read_chat(chat).unwrap();
         let tags: Vec<Option<&str>> =
             messages.iter().map(|m| m.internal.as_ref().map(|t| t.reason.as_str())).collect();
@@ -204,9 +226,9 @@ mod tests {
         ));
         assert!(detect(&log));
         let found = conversations(&log);
-        assert_eq!(found.iter().map(|c| c.0.clone()).collect::<Vec<_>>(), [None, Some("c1".to_owned())]);
-        assert_eq!(found[0].1.len(), 2);
-        assert_eq!(found[1].1.len(), 2);
+        assert_eq!(found.iter().map(|c| c.key.clone()).collect::<Vec<_>>(), [None, Some("c1".to_owned())]);
+        assert_eq!(found[0].messages.len(), 2);
+        assert_eq!(found[1].messages.len(), 2);
     }
 
     #[test]
@@ -230,6 +252,25 @@ mod tests {
         assert!(detect(&log));
         let found = conversations(&log);
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].1.len(), 1, "bookkeeping lines are no messages");
+        assert_eq!(found[0].messages.len(), 1, "bookkeeping lines are no messages");
+    }
+
+    #[test]
+    fn the_usage_each_conversation_logged_gives_its_peak() {
+        let log = lines(concat!(
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Fix it"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"On it"}],"usage":{"input_tokens":10,"cache_creation_input_tokens":900,"cache_read_input_tokens":0,"output_tokens":5}}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"c1","parentUuid":"a1","isSidechain":true,"sessionId":"s","message":{"role":"user","content":"Sub task"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"c2","parentUuid":"c1","isSidechain":true,"sessionId":"s","message":{"id":"m9","role":"assistant","content":[{"type":"text","text":"Sub done"}],"usage":{"input_tokens":4000,"output_tokens":9}}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"Done"}],"usage":{"input_tokens":3,"cache_creation_input_tokens":20,"cache_read_input_tokens":910,"output_tokens":2}}}"#,
+        ));
+        let found = conversations(&log);
+        // Input, cache writes and cache reads together: 933 beats the first request's 910.
+        assert_eq!(found[0].logged_peak, Some(933));
+        assert_eq!(found[1].logged_peak, Some(4000), "a sub-agent's requests are its own");
     }
 }

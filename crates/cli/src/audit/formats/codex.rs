@@ -54,6 +54,18 @@ pub fn detect(lines: &[Value]) -> bool {
         }) && lines.iter().all(|l| l.get("role").is_none() || l.get("type").is_some()))
 }
 
+/// The largest prompt the rollout's `token_count` events record (`info.last_token_usage
+/// .input_tokens`: the last request's input, cached tokens included, as OpenAI counts them).
+pub fn logged_peak(lines: &[Value]) -> Option<u64> {
+    lines
+        .iter()
+        .filter(|l| l.get("type").and_then(Value::as_str) == Some("event_msg"))
+        .filter_map(|l| l.get("payload"))
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("token_count"))
+        .filter_map(|p| p.pointer("/info/last_token_usage/input_tokens").and_then(Value::as_u64))
+        .max()
+}
+
 /// What a `compacted` line (Codex compacting its history) leaves as the context: its
 /// `replacement_history` when it has one (the history Codex goes on with), else its summary
 /// `message`.
@@ -197,5 +209,21 @@ mod tests {
                 .map(|l| serde_json::from_str(l).unwrap())
                 .collect();
         assert!(!detect(&chat_log));
+    }
+
+    #[test]
+    fn the_largest_logged_request_is_the_peak() {
+        let log: Vec<Value> = [
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"s"}}"#,
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":null}}"#,
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":14000},"last_token_usage":{"input_tokens":14000,"cached_input_tokens":2432}}}}"#,
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":30000},"last_token_usage":{"input_tokens":16000,"cached_input_tokens":14000}}}}"#,
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+        // The last request's input (cached tokens are part of it), not the running total.
+        assert_eq!(logged_peak(&log), Some(16000));
+        assert_eq!(logged_peak(&log[..2]), None);
     }
 }

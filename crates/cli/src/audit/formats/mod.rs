@@ -33,8 +33,23 @@ fn text_of(content: Option<&Value>) -> String {
     }
 }
 
-/// One run found in a file: its name suffix (`#<id>` for files holding several) and messages.
-pub type FoundRun = (Option<String>, Vec<Message>);
+/// One run found in a file.
+#[derive(Debug)]
+pub struct FoundRun {
+    /// Its name's suffix (`#<id>`) in a file holding several runs.
+    pub id: Option<String>,
+    /// What the model was sent and answered.
+    pub messages: Vec<Message>,
+    /// The largest prompt the log itself says the provider counted (Claude Code's `usage`,
+    /// Codex's `token_count`), in the provider's own tokens; `None` when the log records none.
+    pub logged_peak: Option<u64>,
+}
+
+impl FoundRun {
+    fn new(id: Option<String>, messages: Vec<Message>) -> Self {
+        Self { id, messages, logged_peak: None }
+    }
+}
 
 /// Marks, in the chat a reader builds, a message the agent's harness wrote rather than a person
 /// or the model; its value is the message's [`InternalTag`] reason. Such a message is context,
@@ -95,7 +110,7 @@ pub struct FileRuns {
 
 impl FileRuns {
     fn one(messages: Vec<Message>) -> Self {
-        Self { runs: vec![(None, messages)], left_out: Vec::new() }
+        Self { runs: vec![FoundRun::new(None, messages)], left_out: Vec::new() }
     }
 
     /// Runs read one by one (an error names its run): those that fail are left out, unless
@@ -134,7 +149,9 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
             // (`info.best_attempt_idx`); the top level's copy of the chosen one is not another.
             return FileRuns::each(attempts.iter().enumerate().map(|(i, attempt)| {
                 let id = format!("attempt-{i}");
-                swe_agent::read(attempt).map(|m| (Some(id.clone()), m)).map_err(|e| format!("{id}: {e}"))
+                swe_agent::read(attempt)
+                    .map(|m| FoundRun::new(Some(id.clone()), m))
+                    .map_err(|e| format!("{id}: {e}"))
             }));
         }
         if swe_agent::detect(&doc) {
@@ -143,7 +160,10 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
         if openhands::detect(&doc) {
             // One line of an `output.jsonl` is still named by its instance.
             let id = if trimmed.contains('\n') { None } else { openhands::run_id(&doc) };
-            return Ok(FileRuns { runs: vec![(id, openhands::read(&doc)?)], left_out: Vec::new() });
+            return Ok(FileRuns {
+                runs: vec![FoundRun::new(id, openhands::read(&doc)?)],
+                left_out: Vec::new(),
+            });
         }
     } else if let Some(runs) = openhands_lines(trimmed)? {
         return Ok(runs);
@@ -179,7 +199,7 @@ fn openhands_lines(text: &str) -> Result<Option<FileRuns>, String> {
             serde_json::from_str(line).map_err(|e| format!("line {} is not JSON: {e}", index + 1))?;
         let id = openhands::run_id(&run).unwrap_or_else(|| format!("line-{}", index + 1));
         let messages = openhands::read(&run).map_err(|e| format!("run {id} (line {}): {e}", index + 1))?;
-        Ok((Some(id), messages))
+        Ok(FoundRun::new(Some(id), messages))
     }))
     .map(Some)
 }
@@ -208,12 +228,16 @@ fn agent_jsonl(text: &str) -> Result<Option<FileRuns>, String> {
         );
     }
     if codex::detect(&lines) {
-        return Ok(Some(FileRuns::one(read_chat(codex::messages(&lines))?)));
+        let mut run = FoundRun::new(None, read_chat(codex::messages(&lines))?);
+        run.logged_peak = codex::logged_peak(&lines);
+        return Ok(Some(FileRuns { runs: vec![run], left_out: Vec::new() }));
     }
     if claude_code::detect(&lines) {
-        let conversations = claude_code::conversations(&lines).into_iter().map(|(key, chat)| {
+        let conversations = claude_code::conversations(&lines).into_iter().map(|conversation| {
+            let key = conversation.key;
             let name = key.as_deref().map_or_else(|| "the main conversation".to_owned(), |k| format!("#{k}"));
-            read_chat(chat).map(|m| (key, m)).map_err(|e| format!("{name}: {e}"))
+            let messages = read_chat(conversation.messages).map_err(|e| format!("{name}: {e}"))?;
+            Ok(FoundRun { id: key, messages, logged_peak: conversation.logged_peak })
         });
         return FileRuns::each(conversations).map(Some);
     }
