@@ -155,6 +155,18 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
     retried["attempts"] = serde_json::json!([attempt(&steps), attempt(&healthy_steps)]);
     retried["info"]["best_attempt_idx"] = 1.into();
     std::fs::write(dir.join("flask-7.traj"), retried.to_string()).unwrap();
+    // mini-swe-agent, text mode: the same failing test run again and again.
+    let mut mini = vec![
+        serde_json::json!({"role": "system", "content": "You are a helpful assistant."}),
+        serde_json::json!({"role": "user", "content": "<pr_description>Fix issue 8.</pr_description>"}),
+    ];
+    for _ in 0..12 {
+        mini.push(serde_json::json!({"role": "assistant", "content": "THOUGHT: test again\n\n```bash\npython reproduce.py\n```"}));
+        mini.push(serde_json::json!({"role": "user", "content": "<returncode>1</returncode>\n<output>\nNameError: name 'x' is not defined\n</output>"}));
+    }
+    mini.push(serde_json::json!({"role": "exit", "content": "", "extra": {"exit_status": "LimitsExceeded"}}));
+    let mini = serde_json::json!({"info": {"exit_status": "LimitsExceeded"}, "messages": mini, "trajectory_format": "mini-swe-agent-1.1"});
+    std::fs::write(dir.join("requests-8.traj.json"), mini.to_string()).unwrap();
     // OpenHands output.jsonl: two runs, one line each.
     let event = |id: u64, v: serde_json::Value| {
         let mut v = v;
@@ -214,6 +226,9 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
     let swe = by_path("django-42.traj").expect("the .traj run");
     assert_eq!(swe["tool_calls"], 12);
     assert_eq!(swe["stop_reason"], "ask_human", "the repeated failing command is caught");
+    let mini = by_path("requests-8.traj.json").expect("the mini-swe-agent run");
+    assert_eq!(mini["tool_calls"], 12);
+    assert_eq!(mini["stop_reason"], "ask_human");
     let first = by_path("flask-7.traj#attempt-0").expect("the retry agent's first attempt");
     assert_eq!(first["tool_calls"], 12);
     let second = by_path("flask-7.traj#attempt-1").expect("its second attempt");

@@ -11,6 +11,7 @@
 
 mod claude_code;
 mod codex;
+mod mini_swe_agent;
 mod openhands;
 mod openhands_sdk;
 mod swe_agent;
@@ -94,8 +95,8 @@ fn read_chat(chat: Vec<Value>) -> Result<Vec<Message>, String> {
 }
 
 const EXPECTED: &str = "expected an OpenAI chat or Anthropic Messages log (a `messages` document, an array or \
-JSONL of messages), a SWE-agent .traj (`trajectory` and `history`) or an OpenHands history (`history` of \
-events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
+JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-agent trajectory \
+(`trajectory_format`), an OpenHands history (`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
 rollout (JSONL of `session_meta` and `response_item` lines)";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
@@ -136,14 +137,17 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
     if let Some(runs) = agent_jsonl(trimmed)? {
         return Ok(runs);
     }
-    // Only a file naming these keys can be a SWE-agent or OpenHands log: the common case, a
-    // chat log, is parsed once, by the transcript reader.
-    if !names_trajectory_or_history(trimmed.as_bytes()) {
+    // Only a file naming these keys can be a SWE-agent, mini-swe-agent or OpenHands log: the
+    // common case, a chat log, is parsed once, by the transcript reader.
+    if !names_agent_keys(trimmed.as_bytes()) {
         return read_log(text)
             .map(|(_, messages)| FileRuns::one(messages))
             .map_err(|e| format!("{e}; {EXPECTED}"));
     }
     if let Ok(doc) = serde_json::from_str::<Value>(trimmed) {
+        if mini_swe_agent::detect(&doc) {
+            return Ok(FileRuns::one(mini_swe_agent::read(&doc)?));
+        }
         if let Some(attempts) = swe_agent::attempts(&doc) {
             // Every attempt is a run, named by its index as SWE-agent numbers them
             // (`info.best_attempt_idx`); the top level's copy of the chosen one is not another.
@@ -174,13 +178,14 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
     }
 }
 
-/// Whether `text` holds `"trajectory"` or `"history"`, found in one pass over it (a chat log
-/// holds neither, and is read to its end to find that out): both end in `ory"`, which JSON text
-/// seldom holds elsewhere (a quote inside a string is escaped).
-fn names_trajectory_or_history(text: &[u8]) -> bool {
-    memchr::memmem::find_iter(text, b"ory\"").any(|at| {
-        let before = &text[..at];
-        before.ends_with(b"\"traject") || before.ends_with(b"\"hist")
+/// Whether `text` names a key only agent trajectories have: `"trajectory"` (SWE-agent),
+/// `"history"` (OpenHands) or `"trajectory_format"` (mini-swe-agent), found in one pass over it
+/// (a chat log holds none, and is read to its end to find that out): all hold `ory`.
+fn names_agent_keys(text: &[u8]) -> bool {
+    memchr::memmem::find_iter(text, b"ory").any(|at| {
+        let (before, after) = (&text[..at], &text[at + 3..]);
+        (before.ends_with(b"\"traject") && (after.starts_with(b"\"") || after.starts_with(b"_format\"")))
+            || (before.ends_with(b"\"hist") && after.starts_with(b"\""))
     })
 }
 
@@ -246,12 +251,14 @@ fn agent_jsonl(text: &str) -> Result<Option<FileRuns>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::names_trajectory_or_history as names;
+    use super::names_agent_keys as names;
 
     #[test]
-    fn the_swe_agent_and_openhands_keys_are_found_in_one_pass() {
+    fn the_agent_trajectory_keys_are_found_in_one_pass() {
         assert!(names(br#"{"trajectory": [], "info": {}}"#));
         assert!(names(br#"{"instance_id": "x", "history": []}"#));
+        assert!(names(br#"{"messages": [], "trajectory_format": "mini-swe-agent-1"}"#));
+        assert!(!names(br#"{"trajectory_name": 1, "history_size": 2, "memory": "story"}"#));
         // Other words ending the same way, and the keys' names inside a string, are not keys.
         assert!(!names(br#"{"messages": [{"role": "user", "content": "the directory"}], "category": 1}"#));
         assert!(!names(br#"{"messages": [{"role": "user", "content": "see \"history\""}]}"#));
