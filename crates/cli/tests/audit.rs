@@ -361,3 +361,44 @@ fn a_log_still_being_written_is_audited_up_to_its_last_whole_line() {
     assert_eq!(errors[0]["read_in_part"], true);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_rewound_claude_code_session_reports_the_abandoned_branch_apart() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-rewind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |uuid: &str, parent: Option<&str>, kind: &str, content: serde_json::Value| serde_json::json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "message": {"id": format!("m-{uuid}"), "role": kind, "content": content}});
+    let call = |id: &str| serde_json::json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "make"}}]);
+    let result = |id: &str| serde_json::json!([{"type": "tool_result", "tool_use_id": id, "content": "ok"}]);
+    let lines = [
+        line("u1", None, "user", "Fix the build".into()),
+        line("a1", Some("u1"), "assistant", call("t1")),
+        line("r1", Some("a1"), "user", result("t1")),
+        line("u2", Some("r1"), "user", "Now run it twice".into()),
+        line("a2", Some("u2"), "assistant", call("t2")),
+        line("r2", Some("a2"), "user", result("t2")),
+        line("a3", Some("r2"), "assistant", call("t3")),
+        line("r3", Some("a3"), "user", result("t3")),
+        // The person rewound to after the first result and asked something else.
+        line("u4", Some("r1"), "user", "Just commit it".into()),
+        line("a4", Some("u4"), "assistant", serde_json::json!([{"type": "text", "text": "Committed."}])),
+    ];
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(dir.join("session.jsonl"), text.join("\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--json", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    let calls: Vec<(String, u64)> = runs
+        .iter()
+        .map(|r| {
+            let path = r["path"].as_str().unwrap();
+            (path[path.rfind("session.jsonl").unwrap()..].to_owned(), r["tool_calls"].as_u64().unwrap())
+        })
+        .collect();
+    // The active conversation made one call; the abandoned one three (its first is shared).
+    assert_eq!(calls, [("session.jsonl".to_owned(), 1), ("session.jsonl#abandoned-u2".to_owned(), 3)]);
+    let _ = std::fs::remove_dir_all(dir);
+}

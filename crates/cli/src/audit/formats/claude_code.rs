@@ -13,7 +13,8 @@
 //!
 //! Sub-agent (Task) conversations are kept apart from the main one: in the stream by their
 //! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each chain named by
-//! its first message's uuid.
+//! its first message's uuid. A branch a rewind abandoned is a conversation of its own
+//! ([`claude_code_branches`](super::claude_code_branches)).
 
 use std::collections::{HashMap, HashSet};
 
@@ -53,8 +54,23 @@ pub fn detect(lines: &[Value]) -> bool {
     })
 }
 
-/// The conversations of a log, main first, in order of appearance.
+/// The conversations of a log, main first, in order of appearance, then each branch a rewind
+/// abandoned (named `abandoned-<uuid of its first prompt>`, with the part before the fork).
 pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
+    let mut parts = super::claude_code_branches::split(lines).into_iter();
+    let Some((_, active)) = parts.next() else { return Vec::new() };
+    let mut found = conversations_in(&active);
+    for (name, branch) in parts {
+        // An abandoned branch's main conversation; its sub-agents are the active part's.
+        if let Some(main) = conversations_in(&branch).into_iter().find(|c| c.key.is_none()) {
+            found.push(Conversation { key: name, ..main });
+        }
+    }
+    found
+}
+
+/// The conversations of the given lines, main first, in order of appearance.
+fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
     let mut order: Vec<Option<String>> = vec![None];
     let mut by_key: HashMap<Option<String>, Vec<Value>> = HashMap::from([(None, Vec::new())]);
     // Sidechain uuid -> the key of its chain.
@@ -64,7 +80,7 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
     // Conversations whose agent compacted its history and whose summary has not come yet.
     let mut compacted: HashSet<Option<String>> = HashSet::new();
     let mut peaks: HashMap<Option<String>, u64> = HashMap::new();
-    for line in lines {
+    for &line in lines {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
         if kind == "system" && line.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
             let key = line.get("parent_tool_use_id").and_then(Value::as_str).map(str::to_owned);

@@ -10,6 +10,7 @@
 //! but no user turn).
 
 mod claude_code;
+mod claude_code_branches;
 mod codex;
 mod mini_swe_agent;
 mod openhands;
