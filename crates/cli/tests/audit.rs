@@ -402,3 +402,19 @@ fn a_rewound_claude_code_session_reports_the_abandoned_branch_apart() {
     assert_eq!(calls, [("session.jsonl".to_owned(), 1), ("session.jsonl#abandoned-u2".to_owned(), 3)]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_log_saved_with_a_byte_order_mark_and_crlf_lines_is_read() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-bom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = "\u{feff}{\"role\": \"user\", \"content\": \"List files\"}\r\n{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"ls\", \"arguments\": \"{}\"}}]}\r\n{\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"a.txt\"}\r\n";
+    std::fs::write(dir.join("windows.jsonl"), log).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--json", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["runs"][0]["tool_calls"], 1);
+    let _ = std::fs::remove_dir_all(dir);
+}

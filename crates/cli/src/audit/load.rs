@@ -97,6 +97,8 @@ pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
             }
             Err(e) => return Err(not_utf8(e)),
         };
+        // A byte-order mark (editors on Windows write one) is no JSON: it is skipped.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let (text, cut) = complete_lines(text);
         let file = read_runs(text)?;
         let mut notes: Vec<String> = file.left_out.iter().map(|why| format!("left out {why}")).collect();
