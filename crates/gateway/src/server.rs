@@ -23,13 +23,14 @@ use crate::upstream::Call;
 use crate::wire::Api;
 
 /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models`,
-/// `GET /healthz`.
+/// `POST /v1/messages/count_tokens`, `GET /healthz`.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let limit = gateway.body_limit;
     Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
         .route("/v1/models", get(models))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/healthz", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(gateway)
@@ -55,6 +56,28 @@ async fn openai(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: B
 
 async fn anthropic(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
     gateway.handle(Api::Anthropic, "/v1/messages", &headers, body).await
+}
+
+/// Anthropic's token counting (SDKs' `messages.count_tokens`; Claude Code asks it), relayed as
+/// it is: no run is made of it, nothing is guarded or recorded.
+async fn count_tokens(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    if !gateway.authorized(&headers) {
+        return refused(Api::Anthropic);
+    }
+    let pass_key = gateway.pass_client_key && gateway.require_key.is_none();
+    let call = Call {
+        http: &gateway.http,
+        api: Api::Anthropic,
+        path: "/v1/messages/count_tokens",
+        client: &headers,
+        pass_key,
+    };
+    let answer = gateway.upstream.send(&call, body).await;
+    json(answer.status, &answer.body, None)
 }
 
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {

@@ -258,3 +258,23 @@ async fn a_streamed_anthropic_tool_call_echoed_by_the_client_continues_its_conve
     }
     assert!(ids.windows(2).all(|w| w[0] == w[1]), "one conversation: {ids:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_token_counting_is_relayed_with_the_clients_headers() {
+    let upstream = FakeServer::start(vec![Reply::json(200, r#"{"input_tokens": 42}"#)]).await;
+    let gw = start(&upstream.url, None).await;
+    let body = json!({"model": "claude-x", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let headers =
+        [("x-api-key", "client-key"), ("anthropic-version", "2023-06-01"), ("anthropic-beta", "b1")];
+    let (status, answer) = post(&format!("{gw}/v1/messages/count_tokens"), &headers, &body).await;
+    assert_eq!((status, answer["input_tokens"].as_u64()), (200, Some(42)));
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/messages/count_tokens");
+    assert_eq!(seen[0].body["messages"][0]["content"], "hi", "the body goes as the client sent it");
+    assert_eq!(seen[0].headers["anthropic-beta"], "b1");
+    // A gateway that requires its own token refuses a client without it, in Anthropic's format.
+    let guarded = start(&upstream.url, Some("gw-secret")).await;
+    let (status, answer) = post(&format!("{guarded}/v1/messages/count_tokens"), &[], &body).await;
+    assert_eq!((status, answer["type"].as_str()), (401, Some("error")));
+}
