@@ -32,6 +32,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/healthz", get(|| async { "ok" }))
+        .fallback(not_served)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(gateway)
 }
@@ -452,6 +453,18 @@ struct Done {
     last: Option<u64>,
     /// The system prompt given apart from the messages, when it is recorded now.
     system: Option<Message>,
+}
+
+/// Any other route: a 404 that says what the gateway serves, in the format of the API the path
+/// belongs to (an OpenAI client asking `/v1/responses` reads it as an OpenAI error).
+async fn not_served(method: axum::http::Method, uri: axum::http::Uri) -> Response<Body> {
+    let api = if uri.path().starts_with("/v1/messages") { Api::Anthropic } else { Api::OpenAi };
+    let message = format!(
+        "the looprail gateway does not serve {method} {}; it serves POST /v1/chat/completions, POST \
+         /v1/messages, POST /v1/messages/count_tokens, GET /v1/models and GET /healthz",
+        uri.path()
+    );
+    json(404, &api.error("not_found_error", &message), None)
 }
 
 fn refused(api: Api) -> Response<Body> {
