@@ -418,3 +418,60 @@ fn a_log_saved_with_a_byte_order_mark_and_crlf_lines_is_read() {
     assert_eq!(report["runs"][0]["tool_calls"], 1);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn tau_bench_results_files_report_each_task_and_trial() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-tau-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let call = |i: usize| serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"), "type": "function", "function": {"name": "get_reservation_details", "arguments": "{\"reservation_id\": \"ZFA04Y\"}"}}]});
+    let result = |i: usize| serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"), "name": "get_reservation_details", "content": "Error: reservation not found"});
+    let mut looping = vec![
+        serde_json::json!({"role": "system", "content": "Airline policy."}),
+        serde_json::json!({"role": "user", "content": "Change my flight."}),
+    ];
+    for i in 0..10 {
+        looping.extend([call(i), result(i)]);
+    }
+    let healthy = vec![
+        serde_json::json!({"role": "user", "content": "Hi"}),
+        serde_json::json!({"role": "assistant", "content": "Hello!"}),
+    ];
+    let results = serde_json::json!([
+        {"task_id": 12, "trial": 0, "reward": 0.0, "info": {}, "traj": looping},
+        {"task_id": 12, "trial": 1, "reward": 1.0, "info": {}, "traj": healthy},
+    ]);
+    std::fs::write(dir.join("gpt-4o-airline.json"), results.to_string()).unwrap();
+    let simulations = serde_json::json!({"info": {}, "tasks": [], "simulations": [{"id": "s", "task_id": "7", "trial": 0, "messages": [
+        {"role": "user", "content": "My data is off."},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "t1", "name": "get_line", "arguments": {"phone": "555"}, "requestor": "assistant"}]},
+        {"role": "tool", "id": "t1", "content": "{}", "requestor": "assistant", "error": false},
+        {"role": "assistant", "content": "Fixed."}
+    ]}]});
+    std::fs::write(dir.join("results.json"), simulations.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--json", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary: Vec<(String, u64, Option<String>)> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let path = r["path"].as_str().unwrap();
+            let name = path[path.rfind('/').unwrap() + 1..].to_owned();
+            (name, r["tool_calls"].as_u64().unwrap(), r["stop_reason"].as_str().map(str::to_owned))
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("gpt-4o-airline.json#task-12-trial-0".to_owned(), 10, Some("ask_human".to_owned())),
+            ("gpt-4o-airline.json#task-12-trial-1".to_owned(), 0, None),
+            ("results.json#task-7-trial-0".to_owned(), 1, None),
+        ]
+    );
+    assert!(report["errors"].as_array().unwrap().is_empty(), "{}", report["errors"]);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -16,6 +16,7 @@ mod mini_swe_agent;
 mod openhands;
 mod openhands_sdk;
 mod swe_agent;
+mod tau_bench;
 
 use looprail::core::message::{HISTORY_SUMMARY, InternalTag, Message};
 use looprail::core::transcript::read_log;
@@ -97,7 +98,8 @@ fn read_chat(chat: Vec<Value>) -> Result<Vec<Message>, String> {
 
 const EXPECTED: &str = "expected an OpenAI chat or Anthropic Messages log (a `messages` document, an array or \
 JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-agent trajectory \
-(`trajectory_format`), an OpenHands history (`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
+(`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), an OpenHands history \
+(`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
 rollout (JSONL of `session_meta` and `response_item` lines)";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
@@ -141,9 +143,7 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
     // Only a file naming these keys can be a SWE-agent, mini-swe-agent or OpenHands log: the
     // common case, a chat log, is parsed once, by the transcript reader.
     if !names_agent_keys(trimmed.as_bytes()) {
-        return read_log(text)
-            .map(|(_, messages)| FileRuns::one(messages))
-            .map_err(|e| format!("{e}; {EXPECTED}"));
+        return chat_or_results(text);
     }
     if let Ok(doc) = serde_json::from_str::<Value>(trimmed) {
         if mini_swe_agent::detect(&doc) {
@@ -173,9 +173,19 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
     } else if let Some(runs) = openhands_lines(trimmed)? {
         return Ok(runs);
     }
-    match read_log(text) {
-        Ok((_, messages)) => Ok(FileRuns::one(messages)),
-        Err(e) => Err(format!("{e}; {EXPECTED}")),
+    chat_or_results(text)
+}
+
+/// A chat log, or else a benchmark's results file of many runs (τ-bench, τ²-bench): tried
+/// only when the text is no chat log, so a chat log is parsed once.
+fn chat_or_results(text: &str) -> Result<FileRuns, String> {
+    let chat_error = match read_log(text) {
+        Ok((_, messages)) => return Ok(FileRuns::one(messages)),
+        Err(e) => e,
+    };
+    match serde_json::from_str::<Value>(text.trim()).ok().as_ref().and_then(tau_bench::runs) {
+        Some(runs) => runs,
+        None => Err(format!("{chat_error}; {EXPECTED}")),
     }
 }
 
