@@ -420,7 +420,7 @@ fn a_log_saved_with_a_byte_order_mark_and_crlf_lines_is_read() {
 }
 
 #[test]
-fn tau_bench_results_files_report_each_task_and_trial() {
+fn benchmark_results_files_and_responses_items_are_read() {
     let dir = std::env::temp_dir().join(format!("looprail-audit-tau-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let call = |i: usize| serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"), "type": "function", "function": {"name": "get_reservation_details", "arguments": "{\"reservation_id\": \"ZFA04Y\"}"}}]});
@@ -448,6 +448,14 @@ fn tau_bench_results_files_report_each_task_and_trial() {
         {"role": "assistant", "content": "Fixed."}
     ]}]});
     std::fs::write(dir.join("results.json"), simulations.to_string()).unwrap();
+    // The OpenAI Agents SDK's input list: Responses API items in one array.
+    let items = serde_json::json!([
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Book it."}]},
+        {"type": "function_call", "call_id": "f1", "name": "book", "arguments": "{\"flight\": \"UA1\"}"},
+        {"type": "function_call_output", "call_id": "f1", "output": "booked"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Booked."}]}
+    ]);
+    std::fs::write(dir.join("agents-sdk.json"), items.to_string()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
         .args(["audit", "--json", &dir.display().to_string()])
         .output()
@@ -467,6 +475,7 @@ fn tau_bench_results_files_report_each_task_and_trial() {
     assert_eq!(
         summary,
         [
+            ("agents-sdk.json".to_owned(), 1, None),
             ("gpt-4o-airline.json#task-12-trial-0".to_owned(), 10, Some("ask_human".to_owned())),
             ("gpt-4o-airline.json#task-12-trial-1".to_owned(), 0, None),
             ("results.json#task-7-trial-0".to_owned(), 1, None),

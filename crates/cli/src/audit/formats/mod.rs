@@ -98,7 +98,8 @@ fn read_chat(chat: Vec<Value>) -> Result<Vec<Message>, String> {
 
 const EXPECTED: &str = "expected an OpenAI chat or Anthropic Messages log (a `messages` document, an array or \
 JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-agent trajectory \
-(`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), an OpenHands history \
+(`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), Responses API items, an \
+OpenHands history \
 (`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
 rollout (JSONL of `session_meta` and `response_item` lines)";
 
@@ -183,9 +184,17 @@ fn chat_or_results(text: &str) -> Result<FileRuns, String> {
         Ok((_, messages)) => return Ok(FileRuns::one(messages)),
         Err(e) => e,
     };
-    match serde_json::from_str::<Value>(text.trim()).ok().as_ref().and_then(tau_bench::runs) {
-        Some(runs) => runs,
-        None => Err(format!("{chat_error}; {EXPECTED}")),
+    let Ok(doc) = serde_json::from_str::<Value>(text.trim()) else {
+        return Err(format!("{chat_error}; {EXPECTED}"));
+    };
+    if let Some(runs) = tau_bench::runs(&doc) {
+        return runs;
+    }
+    // Responses API items in one array (the OpenAI Agents SDK's `to_input_list()`), as a Codex
+    // rollout holds them.
+    match doc.as_array() {
+        Some(items) if codex::detect(items) => Ok(FileRuns::one(read_chat(codex::messages(items))?)),
+        _ => Err(format!("{chat_error}; {EXPECTED}")),
     }
 }
 
