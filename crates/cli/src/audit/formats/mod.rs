@@ -15,6 +15,8 @@ mod codex;
 mod mini_swe_agent;
 mod openhands;
 mod openhands_sdk;
+#[cfg(test)]
+mod robustness;
 mod swe_agent;
 mod tau_bench;
 
