@@ -309,6 +309,21 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     ];
     let text: Vec<String> = legacy.iter().map(|l| l.to_string()).collect();
     std::fs::write(dir.join("rollout-legacy.jsonl"), text.join("\n")).unwrap();
+    // `codex exec --json`: a command failing the same way again and again.
+    let mut exec = vec![
+        serde_json::json!({"type": "thread.started", "thread_id": "019a"}),
+        serde_json::json!({"type": "turn.started"}),
+    ];
+    for i in 0..12 {
+        let item = serde_json::json!({"id": format!("item_{i}"), "type": "command_execution", "command": "make", "aggregated_output": "make: *** No rule to make target", "exit_code": 2, "status": "completed"});
+        exec.push(serde_json::json!({"type": "item.started", "item": item}));
+        exec.push(serde_json::json!({"type": "item.completed", "item": item}));
+    }
+    exec.push(
+        serde_json::json!({"type": "turn.completed", "usage": {"input_tokens": 900, "output_tokens": 40}}),
+    );
+    let text: Vec<String> = exec.iter().map(|l| l.to_string()).collect();
+    std::fs::write(dir.join("exec.jsonl"), text.join("\n")).unwrap();
 
     let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
         .args(["audit", "--json", &dir.display().to_string()])
@@ -329,6 +344,9 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     assert_eq!(codex["tool_calls"], 2);
     assert_eq!(codex["tokens"]["logged_peak"], 5000);
     assert!(sub["tokens"]["logged_peak"].is_null(), "no usage was logged for the sub-agent");
+    let exec = runs.iter().find(|r| path(r).ends_with("exec.jsonl")).expect("the exec stream");
+    assert_eq!(exec["tool_calls"], 12);
+    assert_eq!(exec["stop_reason"], "ask_human");
     let legacy = runs.iter().find(|r| path(r).ends_with("rollout-legacy.jsonl")).expect("the 2025 rollout");
     assert_eq!(legacy["tool_calls"], 1);
     assert!(report["errors"].as_array().unwrap().is_empty(), "{}", report["errors"]);

@@ -12,6 +12,7 @@
 mod claude_code;
 mod claude_code_branches;
 mod codex;
+mod codex_exec;
 mod mini_swe_agent;
 mod openhands;
 mod openhands_sdk;
@@ -103,7 +104,7 @@ JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-a
 (`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), Responses API items, an \
 OpenHands history \
 (`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
-rollout (JSONL of `session_meta` and `response_item` lines)";
+rollout (JSONL of `session_meta` and `response_item` lines) or `codex exec --json` events";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
 /// with why (a file of many runs is not refused for one bad run).
@@ -253,6 +254,9 @@ fn agent_jsonl(text: &str) -> Result<Option<FileRuns>, String> {
             serde_json::from_str::<Value>(line)
                 .map_err(|e| format!("line {} is not JSON: {e}", index + 1))?,
         );
+    }
+    if codex_exec::detect(&lines) {
+        return Ok(Some(FileRuns::one(codex_exec::messages(&lines))));
     }
     if codex::detect(&lines) {
         let mut run = FoundRun::new(None, read_chat(codex::messages(&lines))?);

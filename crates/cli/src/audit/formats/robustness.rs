@@ -163,6 +163,12 @@ fn shaped(format: usize, v: &[Value]) -> String {
         ]})
         .to_string(),
         6 => json!([{"task_id": v[0], "trial": v[1], "traj": [{"role": "user", "content": v[2]}, v[3]]}]).to_string(),
+        9 => lines(vec![
+            json!({"type": "thread.started", "thread_id": v[0]}),
+            json!({"type": "turn.started"}),
+            json!({"type": "item.completed", "item": {"id": v[1], "type": "command_execution", "command": v[2], "aggregated_output": v[3], "exit_code": v[4], "status": v[5]}}),
+            json!({"type": "item.completed", "item": {"id": v[6], "type": "mcp_tool_call", "server": v[7], "tool": v[8], "arguments": v[9], "result": v[10], "error": v[11]}}),
+        ]),
         7 => json!({"simulations": [{"task_id": v[0], "messages": [
             {"role": "assistant", "content": v[1], "tool_calls": v[2]},
             {"role": "tool", "id": v[3], "error": v[4], "requestor": v[5], "content": v[6]},
@@ -191,7 +197,7 @@ proptest! {
     /// Every format's shape, with anything in its fields, is read or refused: never a panic.
     #[test]
     fn no_log_of_a_known_shape_makes_its_reader_panic(
-        format in 0usize..9,
+        format in 0usize..10,
         values in prop::collection::vec(json(), 12),
     ) {
         // What a reader returns goes through the whole replay too (guards, budgets, the
