@@ -81,28 +81,25 @@ async fn count_tokens(
     json(answer.status, &answer.body, None)
 }
 
+/// The models list, from the upstream of the API the client speaks: an Anthropic client (its
+/// `anthropic-version` or `x-api-key` header, no bearer token) is answered by the Anthropic
+/// upstream, any other by the OpenAI one.
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {
+    let anthropic = headers.get("authorization").is_none()
+        && (headers.contains_key("anthropic-version") || headers.contains_key("x-api-key"));
+    let api = if anthropic { Api::Anthropic } else { Api::OpenAi };
     if !gateway.authorized(&headers) {
-        return refused(Api::OpenAi);
+        return refused(api);
     }
-    let url = format!("{}/v1/models", gateway.upstream.openai.trim_end_matches('/'));
-    let mut request = gateway.http.get(url);
-    let key = gateway.upstream.openai_key.clone().map(|k| format!("Bearer {k}"));
-    let pass = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .filter(|_| gateway.pass_client_key && gateway.require_key.is_none());
-    if let Some(auth) = key.or(pass) {
-        request = request.header("authorization", auth);
-    }
-    match request.send().await {
+    let pass_key = gateway.pass_client_key && gateway.require_key.is_none();
+    let call = Call { http: &gateway.http, api, path: "/v1/models", client: &headers, pass_key };
+    match gateway.upstream.get(&call).send().await {
         Ok(response) => {
             let status = response.status().as_u16();
             let body = response.bytes().await.unwrap_or_default();
             reply(status, "application/json", body, None)
         }
-        Err(e) => json(502, &Api::OpenAi.error("api_error", &format!("upstream unreachable: {e}")), None),
+        Err(e) => json(502, &api.error("api_error", &format!("upstream unreachable: {e}")), None),
     }
 }
 

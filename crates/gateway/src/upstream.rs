@@ -72,11 +72,22 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 
 impl Upstream {
     fn request(&self, call: &Call<'_>) -> reqwest::RequestBuilder {
+        self.request_with(call, reqwest::Method::POST)
+    }
+
+    /// A `GET` of `call.path` on the API's upstream, with the same keys and version headers as
+    /// its requests (`GET /v1/models`).
+    pub fn get(&self, call: &Call<'_>) -> reqwest::RequestBuilder {
+        self.request_with(call, reqwest::Method::GET)
+    }
+
+    fn request_with(&self, call: &Call<'_>, method: reqwest::Method) -> reqwest::RequestBuilder {
         let Call { http, api, path, client, pass_key } = *call;
         let header = |name: &str| client.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         match api {
             Api::OpenAi => {
-                let mut builder = http.post(format!("{}{path}", self.openai.trim_end_matches('/')));
+                let mut builder =
+                    http.request(method, format!("{}{path}", self.openai.trim_end_matches('/')));
                 let key = self.openai_key.clone().map(|k| format!("Bearer {k}"));
                 if let Some(auth) = key.or_else(|| header("authorization").filter(|_| pass_key)) {
                     builder = builder.header("authorization", auth);
@@ -89,7 +100,8 @@ impl Upstream {
                 builder
             }
             Api::Anthropic => {
-                let mut builder = http.post(format!("{}{path}", self.anthropic.trim_end_matches('/')));
+                let mut builder =
+                    http.request(method, format!("{}{path}", self.anthropic.trim_end_matches('/')));
                 if let Some(key) =
                     self.anthropic_key.clone().or_else(|| header("x-api-key").filter(|_| pass_key))
                 {

@@ -291,3 +291,37 @@ async fn a_route_the_gateway_does_not_serve_is_named_in_the_apis_error_format() 
     assert!(message.contains("POST /v1/responses") && message.contains("/v1/chat/completions"), "{message}");
     assert!(upstream.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_list_comes_from_the_upstream_of_the_clients_api() {
+    let upstream = FakeServer::start(vec![
+        Reply::json(200, r#"{"object": "list", "data": [{"id": "gpt-x", "object": "model"}]}"#),
+        Reply::json(200, r#"{"data": [{"id": "claude-x", "type": "model"}], "has_more": false}"#),
+    ])
+    .await;
+    let gw = start(&upstream.url, None).await;
+    let get = |headers: &'static [(&'static str, &'static str)]| {
+        let mut request = reqwest::Client::new().get(format!("{gw}/v1/models"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request
+    };
+    let openai: Value = serde_json::from_slice(
+        &get(&[("authorization", "Bearer sk-client")]).send().await.unwrap().bytes().await.unwrap(),
+    )
+    .unwrap();
+    assert_eq!(openai["data"][0]["id"], "gpt-x");
+    let anthropic =
+        get(&[("x-api-key", "sk-ant-client"), ("anthropic-version", "2023-06-01")]).send().await.unwrap();
+    assert_eq!(anthropic.status(), 200);
+    let seen = upstream.requests();
+    assert_eq!(seen.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(), ["/v1/models", "/v1/models"]);
+    assert_eq!(seen[0].headers["authorization"], "Bearer sk-client");
+    assert_eq!(
+        seen[1].headers["x-api-key"], "sk-ant-client",
+        "an Anthropic client's key goes as Anthropic's"
+    );
+    assert_eq!(seen[1].headers["anthropic-version"], "2023-06-01");
+    assert!(seen[1].headers.get("authorization").is_none());
+}
