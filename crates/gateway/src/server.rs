@@ -22,14 +22,15 @@ use crate::request::Request;
 use crate::upstream::Call;
 use crate::wire::Api;
 
-/// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models`,
-/// `POST /v1/messages/count_tokens`, `GET /healthz`.
+/// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models` (and
+/// `/v1/models/{model}`), `POST /v1/messages/count_tokens`, `GET /healthz`.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let limit = gateway.body_limit;
     Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
         .route("/v1/models", get(models))
+        .route("/v1/models/{model}", get(model))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/healthz", get(|| async { "ok" }))
         .fallback(not_served)
@@ -85,14 +86,33 @@ async fn count_tokens(
 /// `anthropic-version` or `x-api-key` header, no bearer token) is answered by the Anthropic
 /// upstream, any other by the OpenAI one.
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {
+    list_models(&gateway, &headers, "/v1/models").await
+}
+
+/// One model (`GET /v1/models/{model}`): the id goes into the upstream's path, so only an id's
+/// characters pass (no `.` or `..` segment, no escapes to decode upstream).
+async fn model(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    axum::extract::Path(model): axum::extract::Path<String>,
+) -> Response<Body> {
+    let id_char = |c: char| c.is_ascii_alphanumeric() || "-_.:@".contains(c);
+    if model.is_empty() || model.chars().all(|c| c == '.') || !model.chars().all(id_char) {
+        return json(404, &Api::OpenAi.error("not_found_error", "no such model id"), None);
+    }
+    list_models(&gateway, &headers, &format!("/v1/models/{model}")).await
+}
+
+/// `path` from the upstream of the client's API.
+async fn list_models(gateway: &Gateway, headers: &HeaderMap, path: &str) -> Response<Body> {
     let anthropic = headers.get("authorization").is_none()
         && (headers.contains_key("anthropic-version") || headers.contains_key("x-api-key"));
     let api = if anthropic { Api::Anthropic } else { Api::OpenAi };
-    if !gateway.authorized(&headers) {
+    if !gateway.authorized(headers) {
         return refused(api);
     }
     let pass_key = gateway.pass_client_key && gateway.require_key.is_none();
-    let call = Call { http: &gateway.http, api, path: "/v1/models", client: &headers, pass_key };
+    let call = Call { http: &gateway.http, api, path, client: headers, pass_key };
     match gateway.upstream.get(&call).send().await {
         Ok(response) => {
             let status = response.status().as_u16();
@@ -458,7 +478,7 @@ async fn not_served(method: axum::http::Method, uri: axum::http::Uri) -> Respons
     let api = if uri.path().starts_with("/v1/messages") { Api::Anthropic } else { Api::OpenAi };
     let message = format!(
         "the looprail gateway does not serve {method} {}; it serves POST /v1/chat/completions, POST \
-         /v1/messages, POST /v1/messages/count_tokens, GET /v1/models and GET /healthz",
+         /v1/messages, POST /v1/messages/count_tokens, GET /v1/models[/{{model}}] and GET /healthz",
         uri.path()
     );
     json(404, &api.error("not_found_error", &message), None)

@@ -297,6 +297,7 @@ async fn the_models_list_comes_from_the_upstream_of_the_clients_api() {
     let upstream = FakeServer::start(vec![
         Reply::json(200, r#"{"object": "list", "data": [{"id": "gpt-x", "object": "model"}]}"#),
         Reply::json(200, r#"{"data": [{"id": "claude-x", "type": "model"}], "has_more": false}"#),
+        Reply::json(200, r#"{"id": "gpt-x", "object": "model"}"#),
     ])
     .await;
     let gw = start(&upstream.url, None).await;
@@ -315,8 +316,18 @@ async fn the_models_list_comes_from_the_upstream_of_the_clients_api() {
     let anthropic =
         get(&[("x-api-key", "sk-ant-client"), ("anthropic-version", "2023-06-01")]).send().await.unwrap();
     assert_eq!(anthropic.status(), 200);
+    let one = reqwest::Client::new().get(format!("{gw}/v1/models/gpt-x")).send().await.unwrap();
+    assert_eq!(one.status(), 200);
+    // An id that would climb out of the models path upstream is refused here.
+    for bad in ["..", "%2e%2e", "a%2Fb", "x%20y"] {
+        let refused = reqwest::Client::new().get(format!("{gw}/v1/models/{bad}")).send().await.unwrap();
+        assert_eq!(refused.status(), 404, "{bad}");
+    }
     let seen = upstream.requests();
-    assert_eq!(seen.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(), ["/v1/models", "/v1/models"]);
+    assert_eq!(
+        seen.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(),
+        ["/v1/models", "/v1/models", "/v1/models/gpt-x"]
+    );
     assert_eq!(seen[0].headers["authorization"], "Bearer sk-client");
     assert_eq!(
         seen[1].headers["x-api-key"], "sk-ant-client",
