@@ -209,12 +209,7 @@ fn swe_agent_and_openhands_logs_are_read_natively() {
     std::fs::write(dir.join("output.jsonl"), lines).unwrap();
     std::fs::write(dir.join("notes.json"), r#"{"title": "not a run"}"#).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(["audit", "--json", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = audit(&[dir.display().to_string()]);
     let by_path = |suffix: &str| {
         report["runs"]
             .as_array()
@@ -325,12 +320,7 @@ fn claude_code_and_codex_logs_are_read_with_sub_agents_apart() {
     let text: Vec<String> = exec.iter().map(|l| l.to_string()).collect();
     std::fs::write(dir.join("exec.jsonl"), text.join("\n")).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(["audit", "--json", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = audit(&[dir.display().to_string()]);
     let runs = report["runs"].as_array().unwrap();
     let path = |r: &serde_json::Value| r["path"].as_str().unwrap().to_owned();
     let main = runs.iter().find(|r| path(r).ends_with("session.jsonl")).expect("the main conversation");
@@ -402,12 +392,7 @@ fn a_rewound_claude_code_session_reports_the_abandoned_branch_apart() {
     ];
     let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     std::fs::write(dir.join("session.jsonl"), text.join("\n")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(["audit", "--json", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = audit(&[dir.display().to_string()]);
     let runs = report["runs"].as_array().unwrap();
     let calls: Vec<(String, u64)> = runs
         .iter()
@@ -427,12 +412,7 @@ fn a_log_saved_with_a_byte_order_mark_and_crlf_lines_is_read() {
     std::fs::create_dir_all(&dir).unwrap();
     let log = "\u{feff}{\"role\": \"user\", \"content\": \"List files\"}\r\n{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"ls\", \"arguments\": \"{}\"}}]}\r\n{\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"a.txt\"}\r\n";
     std::fs::write(dir.join("windows.jsonl"), log).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(["audit", "--json", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = audit(&[dir.display().to_string()]);
     assert_eq!(report["runs"][0]["tool_calls"], 1);
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -474,12 +454,7 @@ fn benchmark_results_files_and_responses_items_are_read() {
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Booked."}]}
     ]);
     std::fs::write(dir.join("agents-sdk.json"), items.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
-        .args(["audit", "--json", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = audit(&[dir.display().to_string()]);
     let summary: Vec<(String, u64, Option<String>)> = report["runs"]
         .as_array()
         .unwrap()
