@@ -477,3 +477,50 @@ fn benchmark_results_files_and_responses_items_are_read() {
     assert!(report["errors"].as_array().unwrap().is_empty(), "{}", report["errors"]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn gemini_cli_sessions_are_read_as_documents_and_as_jsonl() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-gemini-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let call = |i: usize| {
+        serde_json::json!({"id": format!("t{i}"), "name": "run_shell_command", "args": {"command": "npm test"}, "status": "error",
+            "result": [{"functionResponse": {"id": format!("t{i}"), "name": "run_shell_command", "response": {"error": "npm ERR! missing script: test"}}}]})
+    };
+    let mut messages =
+        vec![serde_json::json!({"id": "u1", "type": "user", "content": [{"text": "Run the tests"}]})];
+    for i in 0..12 {
+        messages.push(serde_json::json!({"id": format!("g{i}"), "type": "gemini", "content": "", "toolCalls": [call(i)]}));
+    }
+    let document =
+        serde_json::json!({"sessionId": "s", "projectHash": "p", "startTime": "t", "messages": messages});
+    std::fs::write(dir.join("session-1.json"), document.to_string()).unwrap();
+    let mut lines = vec![
+        serde_json::json!({"sessionId": "s2", "projectHash": "p", "startTime": "t", "kind": "main"})
+            .to_string(),
+    ];
+    lines.push(serde_json::json!({"id": "u1", "type": "user", "content": "Run the tests"}).to_string());
+    lines.push(serde_json::json!({"id": "g1", "type": "gemini", "content": ""}).to_string());
+    lines.push(
+        serde_json::json!({"id": "g1", "type": "gemini", "content": "", "toolCalls": [call(1)]}).to_string(),
+    );
+    std::fs::write(dir.join("session-2.jsonl"), lines.join("\n")).unwrap();
+    let report = audit(&[dir.display().to_string()]);
+    let calls: Vec<(String, u64, Option<String>)> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let path = r["path"].as_str().unwrap();
+            let name = path[path.rfind('/').unwrap() + 1..].to_owned();
+            (name, r["tool_calls"].as_u64().unwrap(), r["stop_reason"].as_str().map(str::to_owned))
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("session-1.json".to_owned(), 12, Some("ask_human".to_owned())),
+            ("session-2.jsonl".to_owned(), 1, None)
+        ]
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

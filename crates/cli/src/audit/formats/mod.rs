@@ -13,6 +13,7 @@ mod claude_code;
 mod claude_code_branches;
 mod codex;
 mod codex_exec;
+mod gemini_cli;
 mod mini_swe_agent;
 mod openhands;
 mod openhands_sdk;
@@ -104,7 +105,8 @@ JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-a
 (`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), Responses API items, an \
 OpenHands history \
 (`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
-rollout (JSONL of `session_meta` and `response_item` lines) or `codex exec --json` events";
+rollout (JSONL of `session_meta` and `response_item` lines), `codex exec --json` events or a Gemini CLI \
+session";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
 /// with why (a file of many runs is not refused for one bad run).
@@ -188,10 +190,19 @@ fn chat_or_results(text: &str) -> Result<FileRuns, String> {
         Err(e) => e,
     };
     let Ok(doc) = serde_json::from_str::<Value>(text.trim()) else {
+        // JSONL that no reader before took: a Gemini CLI session's lines.
+        let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        if gemini_cli::detect_lines(&lines) {
+            return Ok(FileRuns::one(gemini_cli::read(&lines[1..])?));
+        }
         return Err(format!("{chat_error}; {EXPECTED}"));
     };
     if let Some(runs) = tau_bench::runs(&doc) {
         return runs;
+    }
+    if gemini_cli::detect_document(&doc) {
+        let messages = doc.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        return Ok(FileRuns::one(gemini_cli::read(messages)?));
     }
     // Responses API items in one array (the OpenAI Agents SDK's `to_input_list()`), as a Codex
     // rollout holds them.

@@ -163,6 +163,12 @@ fn shaped(format: usize, v: &[Value]) -> String {
         ]})
         .to_string(),
         6 => json!([{"task_id": v[0], "trial": v[1], "traj": [{"role": "user", "content": v[2]}, v[3]]}]).to_string(),
+        10 => json!({"sessionId": "s", "messages": [
+            {"id": v[0], "type": "user", "content": v[1]},
+            {"id": v[2], "type": "gemini", "content": v[3], "toolCalls": v[4]},
+            {"id": v[0], "type": "gemini", "content": v[5], "toolCalls": [{"id": v[6], "name": v[7], "args": v[8], "status": v[9], "result": v[10], "resultDisplay": v[11]}]},
+        ]})
+        .to_string(),
         9 => lines(vec![
             json!({"type": "thread.started", "thread_id": v[0]}),
             json!({"type": "turn.started"}),
@@ -197,7 +203,7 @@ proptest! {
     /// Every format's shape, with anything in its fields, is read or refused: never a panic.
     #[test]
     fn no_log_of_a_known_shape_makes_its_reader_panic(
-        format in 0usize..10,
+        format in 0usize..11,
         values in prop::collection::vec(json(), 12),
     ) {
         // What a reader returns goes through the whole replay too (guards, budgets, the
