@@ -13,6 +13,7 @@ mod claude_code;
 mod claude_code_branches;
 mod codex;
 mod codex_exec;
+mod gemini_api;
 mod gemini_cli;
 mod mini_swe_agent;
 mod openhands;
@@ -105,8 +106,8 @@ JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-a
 (`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), Responses API items, an \
 OpenHands history \
 (`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
-rollout (JSONL of `session_meta` and `response_item` lines), `codex exec --json` events or a Gemini CLI \
-session";
+rollout (JSONL of `session_meta` and `response_item` lines), `codex exec --json` events, a Gemini CLI \
+session or Gemini API `contents`";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
 /// with why (a file of many runs is not refused for one bad run).
@@ -199,6 +200,9 @@ fn chat_or_results(text: &str) -> Result<FileRuns, String> {
     };
     if let Some(runs) = tau_bench::runs(&doc) {
         return runs;
+    }
+    if let Some((contents, system)) = gemini_api::contents(&doc) {
+        return Ok(FileRuns::one(gemini_api::read(contents, system)));
     }
     if gemini_cli::detect_document(&doc) {
         let messages = doc.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();

@@ -169,6 +169,12 @@ fn shaped(format: usize, v: &[Value]) -> String {
             {"id": v[0], "type": "gemini", "content": v[5], "toolCalls": [{"id": v[6], "name": v[7], "args": v[8], "status": v[9], "result": v[10], "resultDisplay": v[11]}]},
         ]})
         .to_string(),
+        11 => json!({"systemInstruction": v[0], "contents": [
+            {"role": "user", "parts": [{"text": v[1]}]},
+            {"role": "model", "parts": [{"functionCall": {"name": v[2], "args": v[3], "id": v[4]}}, v[5]]},
+            {"role": "user", "parts": [{"functionResponse": {"name": v[2], "id": v[6], "response": v[7]}}, v[8]]},
+        ]})
+        .to_string(),
         9 => lines(vec![
             json!({"type": "thread.started", "thread_id": v[0]}),
             json!({"type": "turn.started"}),
@@ -203,7 +209,7 @@ proptest! {
     /// Every format's shape, with anything in its fields, is read or refused: never a panic.
     #[test]
     fn no_log_of_a_known_shape_makes_its_reader_panic(
-        format in 0usize..11,
+        format in 0usize..12,
         values in prop::collection::vec(json(), 12),
     ) {
         // What a reader returns goes through the whole replay too (guards, budgets, the
