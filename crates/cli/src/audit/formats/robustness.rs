@@ -205,6 +205,11 @@ proptest! {
         let lines: Vec<String> = documents.iter().map(Value::to_string).collect();
         let _ = read_runs(&lines.join("\n"));
     }
+}
+
+proptest! {
+    // Each case replays what it reads, counting tokens: fewer cases.
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     /// Every format's shape, with anything in its fields, is read or refused: never a panic.
     #[test]
