@@ -524,3 +524,39 @@ fn gemini_cli_sessions_are_read_as_documents_and_as_jsonl() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_conversation_the_openhands_sdk_persisted_is_one_run_of_its_event_files() {
+    let root = std::env::temp_dir().join(format!("looprail-audit-oh-sdk-{}", std::process::id()));
+    let conversation = root.join("conversations").join("c0ffee");
+    let events = conversation.join("events");
+    std::fs::create_dir_all(&events).unwrap();
+    std::fs::write(conversation.join("base_state.json"), r#"{"id": "c0ffee", "agent": {}}"#).unwrap();
+    let mut all = vec![
+        serde_json::json!({"kind": "SystemPromptEvent", "id": "e-s", "source": "agent", "system_prompt": {"type": "text", "text": "You are OpenHands."}, "tools": []}),
+        serde_json::json!({"kind": "MessageEvent", "id": "e-u", "source": "user", "llm_message": {"role": "user", "content": [{"type": "text", "text": "Fix it."}]}}),
+    ];
+    for i in 0..14 {
+        let call = format!("call_{i}");
+        all.push(serde_json::json!({"kind": "ActionEvent", "id": format!("a{i}"), "source": "agent", "thought": [], "tool_name": "terminal", "tool_call_id": call, "tool_call": {"id": call, "name": "terminal", "arguments": "{\"command\": \"ls\"}"}, "llm_response_id": format!("r{i}")}));
+        all.push(serde_json::json!({"kind": "ObservationEvent", "id": format!("o{i}"), "source": "environment", "tool_name": "terminal", "tool_call_id": call, "action_id": format!("a{i}"), "observation": {"content": [{"type": "text", "text": "ran ls"}], "is_error": false}}));
+    }
+    // Written in an order the file names do not follow: the index orders them (past 99999 too).
+    for (i, event) in all.iter().enumerate().rev() {
+        let index = if i == all.len() - 1 { 100_000 } else { i };
+        std::fs::write(events.join(format!("event-{index:05}-{:08x}.json", i + 1)), event.to_string())
+            .unwrap();
+    }
+    let report = audit(&[root.display().to_string()]);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(runs[0]["path"].as_str().unwrap().ends_with("c0ffee"));
+    assert_eq!(runs[0]["tool_calls"], 14);
+    assert_eq!(runs[0]["stop_reason"], "ask_human");
+    assert!(
+        report["errors"].as_array().unwrap().is_empty(),
+        "base_state.json is no run: {}",
+        report["errors"]
+    );
+    let _ = std::fs::remove_dir_all(root);
+}

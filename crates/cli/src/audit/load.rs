@@ -7,7 +7,8 @@ use super::formats::{FoundRun, read_runs};
 /// Files larger than this are reported, not read (a log of this size is not one agent run).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
-/// Every `.json` / `.jsonl` / `.traj` regular file under `paths`, sorted, and the paths that could not
+/// Every `.json` / `.jsonl` / `.traj` regular file under `paths` (and every conversation the
+/// OpenHands agent SDK persisted, a directory each), sorted, and the paths that could not
 /// be walked with why. Directories are walked without following symlinks (no loops, no file
 /// counted twice); FIFOs, sockets and devices are skipped. A path given by name is taken as
 /// given if it is a regular file (or a link to one).
@@ -27,7 +28,19 @@ pub fn collect(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
     (files, errors)
 }
 
+/// True for a conversation the OpenHands agent SDK persisted: a directory holding
+/// `base_state.json` and an `events` directory (links not followed).
+fn is_sdk_conversation(dir: &Path) -> bool {
+    let kind = |name: &str| std::fs::symlink_metadata(dir.join(name)).map(|m| m.file_type()).ok();
+    kind("base_state.json").is_some_and(|t| t.is_file()) && kind("events").is_some_and(|t| t.is_dir())
+}
+
 fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<(PathBuf, String)>) {
+    // One run, whose events are files of their own: read as one, not as a file each.
+    if is_sdk_conversation(dir) {
+        files.push(dir.to_path_buf());
+        return;
+    }
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => return errors.push((dir.to_path_buf(), format!("cannot be listed: {e}"))),
@@ -66,10 +79,48 @@ fn complete_lines(text: &str) -> (&str, bool) {
     }
 }
 
+/// The events of a persisted SDK conversation, in their order: `events/event-<index>-<id>.json`,
+/// regular files only, at most [`MAX_FILE_BYTES`] in all.
+fn read_events(dir: &Path) -> Result<Vec<serde_json::Value>, String> {
+    let listing =
+        std::fs::read_dir(dir.join("events")).map_err(|e| format!("events cannot be listed: {e}"))?;
+    let mut numbered = Vec::new();
+    for entry in listing.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let index = name
+            .strip_prefix("event-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|i| i.parse::<u64>().ok());
+        if let (Some(index), true) =
+            (index, entry.file_type().is_ok_and(|t| t.is_file()) && name.ends_with(".json"))
+        {
+            numbered.push((index, entry.path()));
+        }
+    }
+    numbered.sort();
+    let mut total = 0u64;
+    let mut events = Vec::with_capacity(numbered.len());
+    for (_, path) in numbered {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{name} cannot be read: {e}"))?;
+        total += text.len() as u64;
+        if total > MAX_FILE_BYTES {
+            return Err(format!("its events pass the {} MiB limit", MAX_FILE_BYTES >> 20));
+        }
+        events.push(serde_json::from_str(&text).map_err(|e| format!("{name} is not JSON: {e}"))?);
+    }
+    Ok(events)
+}
+
 /// Reads the runs of one file, in any supported format, with a note when its last line was cut
-/// short and left out. Errors and notes do not repeat the path: the report lists each with it.
+/// short and left out; or of a persisted SDK conversation's directory. Errors and notes do not
+/// repeat the path: the report lists each with it.
 pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
+    if meta.is_dir() && is_sdk_conversation(path) {
+        let events = read_events(path)?;
+        return Ok((super::formats::read_sdk_events(&events)?, None));
+    }
     if !meta.is_file() {
         return Err("not a regular file".to_owned());
     }

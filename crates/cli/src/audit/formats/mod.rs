@@ -141,6 +141,12 @@ impl FileRuns {
     }
 }
 
+/// The run of a conversation the OpenHands agent SDK persisted, one event a file
+/// (`events/event-<index>-<id>.json`), given its events in order.
+pub fn read_sdk_events(events: &[Value]) -> Result<Vec<FoundRun>, String> {
+    Ok(vec![FoundRun::new(None, openhands_sdk::read(events)?)])
+}
+
 /// Every run in `text`, or why none could be read.
 pub fn read_runs(text: &str) -> Result<FileRuns, String> {
     let trimmed = text.trim();
