@@ -41,6 +41,7 @@
 pub mod compaction;
 pub mod conversation;
 pub mod identity;
+mod passthrough;
 pub mod record;
 pub mod relay;
 pub mod request;

@@ -22,6 +22,7 @@ impl Reader {
         let parser: Box<dyn SseParser> = match api {
             Api::OpenAi => Box::new(looprail_providers::openai::ChunkParser::new(model)),
             Api::Anthropic => Box::new(looprail_providers::anthropic::EventParser::new(model)),
+            Api::Responses => Box::new(crate::wire::responses::StreamParser::new(model)),
         };
         Self { parser, buffer: Vec::new(), done: None }
     }

@@ -17,8 +17,15 @@ use crate::wire::{Api, text_of};
 /// The fields the gateway reads; every other field is skipped (and forwarded untouched).
 #[derive(Deserialize)]
 struct Fields<'a> {
-    #[serde(borrow)]
-    messages: Vec<&'a RawValue>,
+    /// Chat Completions' and Messages' conversation.
+    #[serde(borrow, default)]
+    messages: Option<Vec<&'a RawValue>>,
+    /// The Responses API's conversation (its items; a string input is made a list before).
+    #[serde(borrow, default)]
+    input: Option<Vec<&'a RawValue>>,
+    /// The Responses API's system text.
+    #[serde(borrow, default)]
+    instructions: Option<&'a RawValue>,
     #[serde(borrow, default)]
     system: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -70,18 +77,24 @@ impl std::fmt::Debug for Request<'_> {
 impl<'a> Request<'a> {
     /// Scans a request body; the error says what is wrong with it.
     pub fn parse(api: Api, body: &'a [u8]) -> Result<Self, String> {
+        let list = if api == Api::Responses {
+            "`input` must be a list of items"
+        } else {
+            "`messages` must be an array of messages"
+        };
         let fields: Fields<'a> = serde_json::from_slice(body).map_err(|e| {
-            if e.is_data() {
-                format!("`messages` must be an array of messages ({e})")
-            } else {
-                format!("the body is not a JSON object ({e})")
-            }
+            if e.is_data() { format!("{list} ({e})") } else { format!("the body is not a JSON object ({e})") }
         })?;
+        let (wire, system) = match api {
+            Api::Responses => (fields.input, fields.instructions),
+            _ => (fields.messages, fields.system),
+        };
+        let wire = wire.ok_or_else(|| list.to_owned())?;
         Ok(Self {
             api,
-            converted: vec![None; fields.messages.len()],
-            wire: fields.messages,
-            system: fields.system,
+            converted: vec![None; wire.len()],
+            wire,
+            system,
             tools: fields.tools,
             model: fields.model.as_ref().and_then(Value::as_str).unwrap_or_default().to_owned(),
             stream: fields.stream.as_ref().and_then(Value::as_bool).unwrap_or(false),
@@ -116,7 +129,8 @@ impl<'a> Request<'a> {
         declared.into_iter().filter_map(|t| t.function.and_then(|f| f.name).or(t.name)).collect()
     }
 
-    /// The system prompt given apart from the messages (Anthropic's `system`), as text.
+    /// The system prompt given apart from the messages (Anthropic's `system`, the Responses
+    /// API's `instructions`), as text.
     pub fn system_text(&self) -> String {
         self.system
             .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
@@ -139,9 +153,16 @@ impl<'a> Request<'a> {
     pub fn messages(&mut self, range: Range<usize>) -> Result<(Vec<Message>, Vec<usize>), String> {
         let mut out = Vec::new();
         let mut starts = Vec::with_capacity(range.len());
+        let responses = self.api == Api::Responses;
         for i in range {
             starts.push(out.len());
-            out.extend_from_slice(self.message(i)?);
+            let next = self.message(i)?;
+            if responses {
+                // A reply's calls are items of their own: they are one assistant turn again.
+                crate::wire::responses::merge_into(&mut out, next.to_vec());
+            } else {
+                out.extend_from_slice(next);
+            }
         }
         Ok((out, starts))
     }

@@ -14,31 +14,38 @@ use looprail_journal::now_ms;
 use looprail_loop_core::message::Message;
 use serde_json::Value;
 
-use crate::Gateway;
 use crate::compaction::{self, Plan, Summary};
 use crate::conversation::{ConversationState, Verdict, final_instruction};
 use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::request::Request;
 use crate::upstream::Call;
 use crate::wire::Api;
+use crate::{Gateway, passthrough};
 
-/// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models` (and
+/// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses`,
+/// `GET /v1/models` (and
 /// `/v1/models/{model}`), `POST /v1/messages/count_tokens`, `GET /healthz`.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let limit = gateway.body_limit;
     Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
-        .route("/v1/models", get(models))
-        .route("/v1/models/{model}", get(model))
-        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses))
+        .route("/v1/models", get(passthrough::models))
+        .route("/v1/models/{model}", get(passthrough::model))
+        .route("/v1/messages/count_tokens", post(passthrough::count_tokens))
         .route("/healthz", get(|| async { "ok" }))
-        .fallback(not_served)
+        .fallback(passthrough::not_served)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(gateway)
 }
 
-fn reply(status: u16, content_type: &str, body: impl Into<Body>, run: Option<&str>) -> Response<Body> {
+pub(crate) fn reply(
+    status: u16,
+    content_type: &str,
+    body: impl Into<Body>,
+    run: Option<&str>,
+) -> Response<Body> {
     let mut builder = Response::builder()
         .status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
         .header("content-type", content_type);
@@ -48,7 +55,7 @@ fn reply(status: u16, content_type: &str, body: impl Into<Body>, run: Option<&st
     builder.body(body.into()).unwrap_or_default()
 }
 
-fn json(status: u16, body: &Value, run: Option<&str>) -> Response<Body> {
+pub(crate) fn json(status: u16, body: &Value, run: Option<&str>) -> Response<Body> {
     reply(status, "application/json", body.to_string(), run)
 }
 
@@ -60,72 +67,37 @@ async fn anthropic(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body
     gateway.handle(Api::Anthropic, "/v1/messages", &headers, body).await
 }
 
-/// Anthropic's token counting (SDKs' `messages.count_tokens`; Claude Code asks it), relayed as
-/// it is: no run is made of it, nothing is guarded or recorded.
-async fn count_tokens(
-    State(gateway): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
+/// `POST /v1/responses`. The gateway guards a conversation it can read whole: a request that
+/// continues one stored upstream (`previous_response_id`, `conversation`) is refused, saying so;
+/// a plain string `input` is one user message, as the API reads it.
+async fn responses(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    let api = Api::Responses;
     if !gateway.authorized(&headers) {
-        return refused(Api::Anthropic);
-    }
-    let pass_key = gateway.pass_client_key && gateway.require_key.is_none();
-    let call = Call {
-        http: &gateway.http,
-        api: Api::Anthropic,
-        path: "/v1/messages/count_tokens",
-        client: &headers,
-        pass_key,
-    };
-    let answer = gateway.upstream.send(&call, body).await;
-    json(answer.status, &answer.body, None)
-}
-
-/// The models list, from the upstream of the API the client speaks: an Anthropic client (its
-/// `anthropic-version` or `x-api-key` header, no bearer token) is answered by the Anthropic
-/// upstream, any other by the OpenAI one.
-async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response<Body> {
-    list_models(&gateway, &headers, "/v1/models").await
-}
-
-/// One model (`GET /v1/models/{model}`): the id goes into the upstream's path, so only an id's
-/// characters pass (no `.` or `..` segment, no escapes to decode upstream).
-async fn model(
-    State(gateway): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    axum::extract::Path(model): axum::extract::Path<String>,
-) -> Response<Body> {
-    let id_char = |c: char| c.is_ascii_alphanumeric() || "-_.:@".contains(c);
-    if model.is_empty() || model.chars().all(|c| c == '.') || !model.chars().all(id_char) {
-        return json(404, &Api::OpenAi.error("not_found_error", "no such model id"), None);
-    }
-    list_models(&gateway, &headers, &format!("/v1/models/{model}")).await
-}
-
-/// `path` from the upstream of the client's API.
-async fn list_models(gateway: &Gateway, headers: &HeaderMap, path: &str) -> Response<Body> {
-    let anthropic = headers.get("authorization").is_none()
-        && (headers.contains_key("anthropic-version") || headers.contains_key("x-api-key"));
-    let api = if anthropic { Api::Anthropic } else { Api::OpenAi };
-    if !gateway.authorized(headers) {
         return refused(api);
     }
-    let pass_key = gateway.pass_client_key && gateway.require_key.is_none();
-    let call = Call { http: &gateway.http, api, path, client: headers, pass_key };
-    match gateway.upstream.get(&call).send().await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let body = response.bytes().await.unwrap_or_default();
-            reply(status, "application/json", body, None)
-        }
-        Err(e) => json(502, &api.error("api_error", &format!("upstream unreachable: {e}")), None),
+    let Ok(mut request) = serde_json::from_slice::<Value>(&body) else {
+        return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None);
+    };
+    let stored = ["previous_response_id", "conversation"].into_iter().find(|k| !request[*k].is_null());
+    if let Some(key) = stored {
+        let message = format!(
+            "the looprail gateway guards whole conversations: send the full `input` instead of `{key}` (store: false)"
+        );
+        return json(400, &api.error("invalid_request_error", &message), None);
     }
+    let body = match request["input"].take() {
+        Value::String(text) => {
+            request["input"] = serde_json::json!([{ "role": "user", "content": text }]);
+            Bytes::from(request.to_string())
+        }
+        _ => body,
+    };
+    gateway.handle(api, "/v1/responses", &headers, body).await
 }
 
 impl Gateway {
     /// Checks the client's token when the gateway requires one.
-    fn authorized(&self, headers: &HeaderMap) -> bool {
+    pub(crate) fn authorized(&self, headers: &HeaderMap) -> bool {
         let Some(required) = &self.require_key else { return true };
         let header =
             |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
@@ -227,6 +199,10 @@ impl Gateway {
     ) -> Result<Option<(usize, usize, String)>, String> {
         let Some(settings) = &self.compaction else { return Ok(None) };
         let api = call.api;
+        // The Responses API's items are not compacted yet: the request goes as it came.
+        if api == Api::Responses {
+            return Ok(None);
+        }
         let leading = compaction::leading_system(request)?;
         let (from, upto) = match compaction::plan(settings, request, state.summary.as_ref(), body_len)? {
             Plan::Keep => return Ok(None),
@@ -472,18 +448,6 @@ struct Done {
     system: Option<Message>,
 }
 
-/// Any other route: a 404 that says what the gateway serves, in the format of the API the path
-/// belongs to (an OpenAI client asking `/v1/responses` reads it as an OpenAI error).
-async fn not_served(method: axum::http::Method, uri: axum::http::Uri) -> Response<Body> {
-    let api = if uri.path().starts_with("/v1/messages") { Api::Anthropic } else { Api::OpenAi };
-    let message = format!(
-        "the looprail gateway does not serve {method} {}; it serves POST /v1/chat/completions, POST \
-         /v1/messages, POST /v1/messages/count_tokens, GET /v1/models[/{{model}}] and GET /healthz",
-        uri.path()
-    );
-    json(404, &api.error("not_found_error", &message), None)
-}
-
-fn refused(api: Api) -> Response<Body> {
+pub(crate) fn refused(api: Api) -> Response<Body> {
     json(401, &api.error("authentication_error", "missing or wrong gateway key"), None)
 }

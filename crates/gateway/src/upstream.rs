@@ -85,7 +85,7 @@ impl Upstream {
         let Call { http, api, path, client, pass_key } = *call;
         let header = |name: &str| client.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         match api {
-            Api::OpenAi => {
+            Api::OpenAi | Api::Responses => {
                 let mut builder =
                     http.request(method, format!("{}{path}", self.openai.trim_end_matches('/')));
                 let key = self.openai_key.clone().map(|k| format!("Bearer {k}"));
@@ -122,7 +122,7 @@ impl Upstream {
     /// The fallback models of `api`, in order.
     pub fn fallbacks(&self, api: Api) -> &[String] {
         match api {
-            Api::OpenAi => &self.openai_fallbacks,
+            Api::OpenAi | Api::Responses => &self.openai_fallbacks,
             Api::Anthropic => &self.anthropic_fallbacks,
         }
     }

@@ -283,12 +283,11 @@ async fn anthropic_token_counting_is_relayed_with_the_clients_headers() {
 async fn a_route_the_gateway_does_not_serve_is_named_in_the_apis_error_format() {
     let upstream = FakeServer::start(vec![]).await;
     let gw = start(&upstream.url, None).await;
-    // The Responses API (Codex, the Agents SDK) is not served: the client is told so, not left
-    // with an empty 404.
-    let (status, body) = post(&format!("{gw}/v1/responses"), &[], "{}").await;
+    // Embeddings are not served: the client is told so, not left with an empty 404.
+    let (status, body) = post(&format!("{gw}/v1/embeddings"), &[], "{}").await;
     assert_eq!(status, 404);
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("POST /v1/responses") && message.contains("/v1/chat/completions"), "{message}");
+    assert!(message.contains("POST /v1/embeddings") && message.contains("/v1/responses"), "{message}");
     assert!(upstream.requests().is_empty());
 }
 

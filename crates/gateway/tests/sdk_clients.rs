@@ -1,4 +1,5 @@
-//! The gateway through the official `openai` and `anthropic` Python SDKs (issue 19): small
+//! The gateway through the official `openai` (Chat Completions and Responses) and `anthropic`
+//! Python SDKs (issue 19): small
 //! tool-using agents (tests/clients/*.py) run against a gateway in this process, in front of
 //! a local fake upstream whose model repeats the same tool call forever unless its tools are
 //! taken away. The SDKs are installed from the package registry into a virtual environment
@@ -40,7 +41,7 @@ fn python() -> Option<PathBuf> {
             let made = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap();
             assert!(made.success(), "python3 -m venv failed (Debian: apt install python3-venv)");
             let pip = Command::new(dir.join("bin/pip"))
-                .args(["install", "-q", "--disable-pip-version-check", "openai>=1.50", "anthropic>=0.40"])
+                .args(["install", "-q", "--disable-pip-version-check", "openai>=1.66", "anthropic>=0.40"])
                 .status()
                 .unwrap();
             assert!(pip.success(), "installing the official SDKs failed");
@@ -54,10 +55,12 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients").join(name)
 }
 
-/// The first user message of a request (the task).
+/// The first user message of a request (the task): in `messages`, or the Responses API's
+/// `input`.
 fn task_of(body: &Value) -> String {
-    body["messages"]
-        .as_array()
+    body.get("messages")
+        .or_else(|| body.get("input"))
+        .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .find(|m| m["role"] == "user")
@@ -70,7 +73,7 @@ fn task_of(body: &Value) -> String {
 
 /// An upstream whose model searches forever while it has tools, and answers when it has none.
 /// `fail_first`: the first request gets a 429 with `retry-after: 0`.
-async fn upstream(anthropic: bool, fail_first: bool) -> (FakeServer, Arc<AtomicUsize>) {
+async fn upstream(api: Api, fail_first: bool) -> (FakeServer, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let server = FakeServer::responding(move |body| {
@@ -81,24 +84,30 @@ async fn upstream(anthropic: bool, fail_first: bool) -> (FakeServer, Arc<AtomicU
         }
         let task = task_of(body);
         let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-        let reply = match (anthropic, has_tools) {
-            (false, true) => json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+        let reply = match (api, has_tools) {
+            (Api::Responses, true) => json!({"id": format!("resp_{n}"), "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o-mini",
+                "output": [{"type": "function_call", "id": format!("fc_{n}"), "call_id": format!("call_{n}"), "name": "search", "arguments": "{\"q\":\"report\"}", "status": "completed"}],
+                "parallel_tool_calls": true, "tool_choice": "auto", "tools": [], "usage": {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}),
+            (Api::Responses, false) => json!({"id": format!("resp_{n}"), "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o-mini",
+                "output": [{"type": "message", "id": format!("msg_{n}"), "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": format!("final answer for: {task}"), "annotations": []}]}],
+                "parallel_tool_calls": true, "tool_choice": "auto", "tools": [], "usage": {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}),
+            (Api::OpenAi, true) => json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
                 "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                 "tool_calls": [{"id": format!("call_{n}"), "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"report\"}"}}]}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}),
-            (false, false) => json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+            (Api::OpenAi, false) => json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": format!("final answer for: {task}")}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}),
-            (true, true) => json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            (Api::Anthropic, true) => json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "tool_use", "id": format!("toolu_{n}"), "name": "search", "input": {"q": "report"}}],
                 "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 10}}),
-            (true, false) => json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            (Api::Anthropic, false) => json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "text", "text": format!("final answer for: {task}")}],
                 "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 10}}),
         };
         if body["stream"].as_bool() == Some(true) {
             // A streaming upstream: the gateway relays it as it comes.
-            let api = if anthropic { Api::Anthropic } else { Api::OpenAi };
             let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
             return Reply::sse_text(&api.to_stream(&reply, include_usage));
         }
@@ -173,11 +182,13 @@ fn assert_ended(result: &Value, task: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
     let Some(python) = python() else { return };
-    for (script_name, anthropic, base_suffix) in
-        [("agent_openai.py", false, "/v1"), ("agent_anthropic.py", true, "")]
-    {
+    for (script_name, api, base_suffix) in [
+        ("agent_openai.py", Api::OpenAi, "/v1"),
+        ("agent_anthropic.py", Api::Anthropic, ""),
+        ("agent_responses.py", Api::Responses, "/v1"),
+    ] {
         for stream in [false, true] {
-            let (upstream, _) = upstream(anthropic, false).await;
+            let (upstream, _) = upstream(api, false).await;
             let gw = gateway(&temp_store("loop"), &upstream.url, LoopConfig::default(), 0).await;
             let task = format!("find the report ({script_name}, stream {stream})");
             let extra: &[&str] = if stream { &["stream"] } else { &[] };
@@ -198,7 +209,7 @@ async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_call_budget_ends_the_loop_with_no_further_tool_turns() {
     let Some(python) = python() else { return };
-    let (upstream, _) = upstream(false, false).await;
+    let (upstream, _) = upstream(Api::OpenAi, false).await;
     let mut config = LoopConfig::default();
     config.budget.tool_call_budget = Some(3);
     let gw = gateway(&temp_store("budget"), &upstream.url, config, 0).await;
@@ -213,7 +224,7 @@ async fn a_tool_call_budget_ends_the_loop_with_no_further_tool_turns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_429_is_retried_and_concurrent_conversations_stay_apart() {
     let Some(python) = python() else { return };
-    let (upstream, calls) = upstream(false, true).await;
+    let (upstream, calls) = upstream(Api::OpenAi, true).await;
     let mut config = LoopConfig::default();
     config.budget.tool_call_budget = Some(2);
     let gw = gateway(&temp_store("apart"), &upstream.url, config, 0).await;
@@ -234,7 +245,7 @@ async fn an_upstream_429_is_retried_and_concurrent_conversations_stay_apart() {
 async fn a_gateway_restart_mid_conversation_continues_its_ladder() {
     let Some(python) = python() else { return };
     // The reference: how many steps the ladder takes without a restart.
-    let (upstream, _) = upstream(false, false).await;
+    let (upstream, _) = upstream(Api::OpenAi, false).await;
     let gw = gateway(&temp_store("reference"), &upstream.url, LoopConfig::default(), 0).await;
     let reference = agent(&python, "agent_openai.py", &format!("{}/v1", gw.url), "the long task", &[]).await;
     gw.stop().await;

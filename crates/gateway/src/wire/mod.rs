@@ -1,4 +1,4 @@
-//! The two wire formats the gateway speaks, each as plain functions over the request and
+//! The wire formats the gateway speaks, each as plain functions over the request and
 //! response JSON: read a request's conversation into looprail messages, change what the
 //! gateway changes (an added instruction, a forced tool, tools removed), and turn a complete
 //! upstream response into the client's format, streamed or not.
@@ -8,6 +8,7 @@ use serde_json::Value;
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 
 /// The tag that starts every text the gateway adds to a conversation, so a copy that comes
 /// back is recognised and never taken for the user's own words.
@@ -20,6 +21,8 @@ pub enum Api {
     OpenAi,
     /// Anthropic Messages (`POST /v1/messages`).
     Anthropic,
+    /// OpenAI Responses (`POST /v1/responses`), on the OpenAI upstream.
+    Responses,
 }
 
 impl Api {
@@ -28,6 +31,7 @@ impl Api {
         match self {
             Api::OpenAi => openai::messages(body),
             Api::Anthropic => anthropic::messages(body),
+            Api::Responses => responses::messages(body),
         }
     }
 
@@ -36,6 +40,7 @@ impl Api {
     pub fn message(self, i: usize, message: &Value) -> Result<Vec<Message>, String> {
         match self {
             Api::OpenAi => openai::message(i, message).map(|m| vec![m]),
+            Api::Responses => responses::message(i, message),
             Api::Anthropic => {
                 let mut out = Vec::with_capacity(1);
                 anthropic::message(i, message, &mut out)?;
@@ -49,6 +54,7 @@ impl Api {
         match self {
             Api::OpenAi => "openai",
             Api::Anthropic => "anthropic",
+            Api::Responses => "responses",
         }
     }
 
@@ -58,6 +64,7 @@ impl Api {
         match self {
             Api::OpenAi => openai::add_instruction(body, &text),
             Api::Anthropic => anthropic::add_instruction(body, &text),
+            Api::Responses => responses::add_instruction(body, &text),
         }
     }
 
@@ -66,6 +73,7 @@ impl Api {
         body["tool_choice"] = match self {
             Api::OpenAi => serde_json::json!({ "type": "function", "function": { "name": name } }),
             Api::Anthropic => serde_json::json!({ "type": "tool", "name": name }),
+            Api::Responses => serde_json::json!({ "type": "function", "name": name }),
         };
     }
 
@@ -84,6 +92,7 @@ impl Api {
         match self {
             Api::OpenAi => openai::reply_message(response),
             Api::Anthropic => anthropic::reply_message(response),
+            Api::Responses => responses::reply_message(response),
         }
     }
 
@@ -91,7 +100,7 @@ impl Api {
     pub fn usage(self, response: &Value) -> (u64, u64) {
         let (input, output) = match self {
             Api::OpenAi => ("/usage/prompt_tokens", "/usage/completion_tokens"),
-            Api::Anthropic => ("/usage/input_tokens", "/usage/output_tokens"),
+            Api::Anthropic | Api::Responses => ("/usage/input_tokens", "/usage/output_tokens"),
         };
         let read = |p: &str| response.pointer(p).and_then(Value::as_u64).unwrap_or(0);
         (read(input), read(output))
@@ -102,13 +111,16 @@ impl Api {
         match self {
             Api::OpenAi => openai::to_stream(response, include_usage),
             Api::Anthropic => anthropic::to_stream(response),
+            Api::Responses => responses::to_stream(response),
         }
     }
 
     /// An error body in the API's own format.
     pub fn error(self, kind: &str, message: &str) -> Value {
         match self {
-            Api::OpenAi => serde_json::json!({ "error": { "message": message, "type": kind, "code": null } }),
+            Api::OpenAi | Api::Responses => {
+                serde_json::json!({ "error": { "message": message, "type": kind, "code": null } })
+            }
             Api::Anthropic => {
                 serde_json::json!({ "type": "error", "error": { "type": kind, "message": message } })
             }
@@ -120,6 +132,10 @@ impl Api {
         match self {
             Api::OpenAi => format!("data: {}\n\n", self.error("api_error", message)),
             Api::Anthropic => format!("event: error\ndata: {}\n\n", self.error("api_error", message)),
+            Api::Responses => {
+                let body = serde_json::json!({ "type": "error", "code": "api_error", "message": message, "param": null });
+                format!("event: error\ndata: {body}\n\n")
+            }
         }
     }
 }

@@ -1,0 +1,307 @@
+//! OpenAI Responses (`POST /v1/responses`: Codex, the OpenAI Agents SDK). The conversation is
+//! `input`, a list of items (`message`; `function_call` and its `function_call_output` by
+//! `call_id`; `reasoning` and others the guards do not read), after `instructions`. A reply's
+//! `output` is items too. The gateway reads whole conversations, so a request continuing a
+//! stored one (`previous_response_id`) is refused before it gets here.
+
+use looprail_loop_core::message::{Message, ToolCall, ToolResult};
+use serde_json::{Value, json};
+
+use super::text_of;
+
+pub(super) fn messages(body: &Value) -> Result<Vec<Message>, String> {
+    let mut out: Vec<Message> =
+        body.get("instructions").and_then(Value::as_str).map(Message::system).into_iter().collect();
+    let items = body["input"].as_array().ok_or("`input` must be a list of items")?;
+    for (i, item) in items.iter().enumerate() {
+        merge_into(&mut out, message(i, item)?);
+    }
+    Ok(out)
+}
+
+/// Adds `next` (one item's messages) to `out`: a call with no text of its own joins the
+/// assistant message before it (the calls of one reply are items of their own).
+pub(crate) fn merge_into(out: &mut Vec<Message>, next: Vec<Message>) {
+    for message in next {
+        let only_calls =
+            message.joined_text().is_none_or(|t| t.is_empty()) && message.tool_calls().next().is_some();
+        match out.last_mut() {
+            Some(last) if only_calls && last.role == message.role && last.tool_results().next().is_none() => {
+                last.content.extend(message.content);
+            }
+            _ => out.push(message),
+        }
+    }
+}
+
+/// One input item (`input[i]`) as looprail messages: none for items the guards do not read.
+pub(super) fn message(i: usize, item: &Value) -> Result<Vec<Message>, String> {
+    let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default();
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or(if item.get("role").is_some() {
+        "message"
+    } else {
+        ""
+    });
+    Ok(match kind {
+        "message" => {
+            let text = text_of(&item["content"]);
+            vec![match field("role") {
+                "system" | "developer" => Message::system(text),
+                "user" => Message::user(text),
+                "assistant" => Message::assistant(text),
+                other => return Err(format!("input[{i}]: unknown role {other:?}")),
+            }]
+        }
+        "function_call" | "custom_tool_call" => {
+            let arguments = match item.get("arguments").or_else(|| item.get("input")) {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => "{}".to_owned(),
+            };
+            vec![Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new(field("call_id"), field("name"), arguments)],
+            )]
+        }
+        "function_call_output" | "custom_tool_call_output" => {
+            let output = match item.get("output") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => text_of(other),
+                None => String::new(),
+            };
+            vec![Message::tool_result(ToolResult::ok(field("call_id"), output))]
+        }
+        // Reasoning, item references, web searches and the like carry nothing the guards read.
+        _ => Vec::new(),
+    })
+}
+
+pub(super) fn add_instruction(body: &mut Value, text: &str) {
+    if let Some(list) = body["input"].as_array_mut() {
+        list.push(
+            json!({ "type": "message", "role": "user", "content": [{ "type": "input_text", "text": text }] }),
+        );
+    }
+}
+
+pub(super) fn reply_message(response: &Value) -> Option<Message> {
+    let output = response.get("output")?.as_array()?;
+    let mut out = Vec::new();
+    for (i, item) in output.iter().enumerate() {
+        let mut messages = message(i, item).ok()?;
+        // A reply's message items are the assistant's.
+        for m in &mut messages {
+            m.role = looprail_loop_core::message::Role::Assistant;
+        }
+        merge_into(&mut out, messages);
+    }
+    let mut all = out.into_iter();
+    let mut reply = all.next().unwrap_or_else(|| Message::assistant(String::new()));
+    for more in all {
+        reply.content.extend(more.content);
+    }
+    Some(reply)
+}
+
+/// One event of a Responses stream.
+fn event(out: &mut String, sequence: &mut u64, kind: &str, mut body: Value) {
+    body["type"] = json!(kind);
+    body["sequence_number"] = json!(*sequence);
+    *sequence += 1;
+    out.push_str(&format!("event: {kind}\ndata: {body}\n\n"));
+}
+
+/// A complete response as the event stream the Responses API sends.
+pub(super) fn to_stream(response: &Value) -> String {
+    let mut out = String::new();
+    let mut sequence = 0;
+    let mut started = response.clone();
+    started["status"] = json!("in_progress");
+    started["output"] = json!([]);
+    event(&mut out, &mut sequence, "response.created", json!({ "response": started }));
+    event(&mut out, &mut sequence, "response.in_progress", json!({ "response": started }));
+    for (index, item) in response["output"].as_array().into_iter().flatten().enumerate() {
+        let id = item["id"].clone();
+        let mut opening = item.clone();
+        opening["status"] = json!("in_progress");
+        match item["type"].as_str() {
+            Some("message") => opening["content"] = json!([]),
+            Some("function_call") => opening["arguments"] = json!(""),
+            _ => {}
+        }
+        event(
+            &mut out,
+            &mut sequence,
+            "response.output_item.added",
+            json!({ "output_index": index, "item": opening }),
+        );
+        if item["type"] == "message" {
+            for (part_index, part) in item["content"].as_array().into_iter().flatten().enumerate() {
+                let at = json!({ "item_id": id, "output_index": index, "content_index": part_index });
+                let mut empty = part.clone();
+                empty["text"] = json!("");
+                let with = |mut at: Value, key: &str, value: Value| {
+                    at[key] = value;
+                    at
+                };
+                event(
+                    &mut out,
+                    &mut sequence,
+                    "response.content_part.added",
+                    with(at.clone(), "part", empty),
+                );
+                if part["type"] == "output_text" {
+                    let text = part["text"].clone();
+                    event(
+                        &mut out,
+                        &mut sequence,
+                        "response.output_text.delta",
+                        with(at.clone(), "delta", text.clone()),
+                    );
+                    event(
+                        &mut out,
+                        &mut sequence,
+                        "response.output_text.done",
+                        with(at.clone(), "text", text),
+                    );
+                }
+                event(&mut out, &mut sequence, "response.content_part.done", with(at, "part", part.clone()));
+            }
+        }
+        if item["type"] == "function_call" {
+            let arguments = item["arguments"].clone();
+            let at = json!({ "item_id": id, "output_index": index });
+            let mut delta = at.clone();
+            delta["delta"] = arguments.clone();
+            event(&mut out, &mut sequence, "response.function_call_arguments.delta", delta);
+            let mut done = at;
+            done["arguments"] = arguments;
+            event(&mut out, &mut sequence, "response.function_call_arguments.done", done);
+        }
+        event(
+            &mut out,
+            &mut sequence,
+            "response.output_item.done",
+            json!({ "output_index": index, "item": item }),
+        );
+    }
+    event(&mut out, &mut sequence, "response.completed", json!({ "response": response }));
+    out
+}
+
+/// Reads a Responses event stream for the reply it carries: the `response.completed` (or
+/// `response.incomplete`) event holds the whole response; a `response.failed` or `error` event
+/// ends it as an error.
+pub struct StreamParser {
+    model: String,
+}
+
+impl StreamParser {
+    /// A parser for a stream from `model`.
+    pub fn new(model: &str) -> Self {
+        Self { model: model.to_owned() }
+    }
+}
+
+impl looprail_providers::sse::SseParser for StreamParser {
+    fn event(&mut self, _name: &str, data: &str) -> looprail_providers::sse::Step {
+        use looprail_loop_core::provider::{ProviderError, ProviderErrorKind};
+        use looprail_providers::sse::Step;
+        let Ok(event) = serde_json::from_str::<Value>(data) else { return Step::Continue(Vec::new()) };
+        match event["type"].as_str().unwrap_or_default() {
+            "response.completed" | "response.incomplete" => {
+                Step::Done(Ok(model_response(&event["response"], &self.model)))
+            }
+            "response.failed" | "error" => {
+                let message = event.pointer("/response/error/message").or_else(|| event.get("message"));
+                let message = message.and_then(Value::as_str).unwrap_or("the response failed").to_owned();
+                Step::Done(Err(ProviderError::new(ProviderErrorKind::Other, message)))
+            }
+            _ => Step::Continue(Vec::new()),
+        }
+    }
+
+    fn end_of_body(
+        &mut self,
+    ) -> Result<looprail_loop_core::provider::ModelResponse, looprail_loop_core::provider::ProviderError>
+    {
+        use looprail_loop_core::provider::{ProviderError, ProviderErrorKind};
+        Err(ProviderError::new(ProviderErrorKind::StreamBroken, "the stream ended before response.completed"))
+    }
+}
+
+/// A complete response as the reply the gateway keeps.
+fn model_response(response: &Value, model: &str) -> looprail_loop_core::provider::ModelResponse {
+    use looprail_loop_core::provider::{ModelResponse, StopReason, Usage};
+    let reply = reply_message(response).unwrap_or_else(|| Message::assistant(String::new()));
+    let tool_calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
+    let read = |pointer: &str| response.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let usage = response.get("usage").is_some().then(|| Usage {
+        input_tokens: read("/usage/input_tokens"),
+        output_tokens: read("/usage/output_tokens"),
+        cache_read_tokens: read("/usage/input_tokens_details/cached_tokens"),
+        ..Usage::default()
+    });
+    ModelResponse {
+        text: reply.joined_text(),
+        stop_reason: if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse },
+        tool_calls,
+        usage,
+        model: response["model"].as_str().unwrap_or(model).to_owned(),
+        id: response["id"].as_str().map(str::to_owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> Value {
+        json!({"model": "gpt-x", "instructions": "Be brief.", "input": [
+            {"role": "user", "content": "List and read."},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]},
+            {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+            {"type": "function_call", "call_id": "c2", "name": "cat", "arguments": "{\"p\":\"a\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a"},
+            {"type": "function_call_output", "call_id": "c2", "output": "text"},
+        ]})
+    }
+
+    #[test]
+    fn a_replys_items_are_one_assistant_turn_with_its_calls() {
+        let messages = messages(&request()).unwrap();
+        let roles: Vec<_> = messages.iter().map(|m| m.role).collect();
+        use looprail_loop_core::message::Role::{Assistant, System, Tool, User};
+        assert_eq!(roles, [System, User, Assistant, Tool, Tool]);
+        assert_eq!(messages[2].joined_text().as_deref(), Some("Looking."));
+        assert_eq!(messages[2].tool_calls().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1", "c2"]);
+    }
+
+    #[test]
+    fn a_response_and_its_stream_carry_the_same_reply() {
+        let response = json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-x", "output": [
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "Reading.", "annotations": []}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "c3", "name": "cat", "arguments": "{\"p\":\"b\"}", "status": "completed"}
+        ], "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}});
+        let reply = reply_message(&response).unwrap();
+        assert_eq!(reply.joined_text().as_deref(), Some("Reading."));
+        assert_eq!(reply.tool_calls().count(), 1);
+        let stream = to_stream(&response);
+        let events: Vec<Value> = stream
+            .split("\n\n")
+            .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let sequence: Vec<u64> = events.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+        assert_eq!(sequence, (0..events.len() as u64).collect::<Vec<_>>());
+        let last = events.last().unwrap();
+        assert_eq!((last["type"].as_str(), &last["response"]), (Some("response.completed"), &response));
+        let text: String = events
+            .iter()
+            .filter(|e| e["type"] == "response.output_text.delta")
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(text, "Reading.");
+    }
+}

@@ -1,0 +1,144 @@
+//! The gateway on the OpenAI Responses API (`POST /v1/responses`), against a local upstream
+//! that answers in that API's format: a looping client is nudged (a tagged input item) and then
+//! concluded (the request sent without tools), a stream is relayed as it came, a string input
+//! is one user message, and a request continuing a stored conversation is refused, saying why.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use looprail_gateway::{Gateway, GatewayConfig};
+use looprail_journal::SqliteStore;
+use looprail_providers::fake::{FakeServer, Reply};
+use serde_json::{Value, json};
+
+async fn start(upstream: &str) -> String {
+    let mut settings = GatewayConfig::new(Default::default(), Default::default());
+    settings.upstream.openai = upstream.to_owned();
+    settings.upstream.openai_key = None;
+    settings.upstream.retries = 0;
+    settings.upstream.backoff = Duration::from_millis(5);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let path = std::env::temp_dir().join(format!("looprail-gw-responses-{}-{nanos}.db", std::process::id()));
+    let store = SqliteStore::open(&path).await.unwrap();
+    let gateway = Gateway::new(settings, store.into()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(looprail_gateway::serve(listener, gateway, std::future::pending()));
+    url
+}
+
+/// A response calling `search` again, as the Responses API shapes it.
+fn search_again(id: usize) -> String {
+    json!({"id": format!("resp_{id}"), "object": "response", "created_at": 1, "status": "completed", "model": "gpt-x",
+        "output": [{"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"), "name": "search",
+            "arguments": "{\"q\":\"report\"}", "status": "completed"}],
+        "usage": {"input_tokens": 40, "output_tokens": 9, "total_tokens": 49}})
+    .to_string()
+}
+
+fn answer() -> String {
+    json!({"id": "resp_final", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-x",
+        "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": "I could not find it.", "annotations": []}]}],
+        "usage": {"input_tokens": 50, "output_tokens": 6, "total_tokens": 56}})
+    .to_string()
+}
+
+async fn post(url: &str, body: &Value) -> (u16, Value, Option<String>) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/responses"))
+        .header("authorization", "Bearer sk-client")
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let run = response.headers().get("x-looprail-run").map(|v| v.to_str().unwrap().to_owned());
+    (status, serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or(Value::Null), run)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_responses_client_is_nudged_then_concluded() {
+    let upstream = FakeServer::responding(|request| {
+        if request.get("tools").is_some() {
+            Reply::json(200, &search_again(1))
+        } else {
+            Reply::json(200, &answer())
+        }
+    })
+    .await;
+    let gw = start(&upstream.url).await;
+    let tools = json!([{"type": "function", "name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]);
+    let mut input = vec![json!({"role": "user", "content": "Find the report"})];
+    let mut concluded = None;
+    for step in 0..20 {
+        let body = json!({"model": "gpt-x", "instructions": "You search.", "input": input, "tools": tools, "store": false});
+        let (status, response, run) = post(&gw, &body).await;
+        assert_eq!(status, 200, "{response}");
+        assert!(run.is_some(), "the gateway names the conversation");
+        let output = response["output"].as_array().unwrap().clone();
+        if output.iter().all(|item| item["type"] == "message") {
+            concluded = Some((step, response));
+            break;
+        }
+        // The client runs the call and sends the whole conversation again, as Codex does.
+        for item in output {
+            let call = item["call_id"].as_str().unwrap().to_owned();
+            input.push(item);
+            input.push(json!({"type": "function_call_output", "call_id": call, "output": "no results"}));
+        }
+    }
+    let (step, response) = concluded.expect("the loop is ended with a final answer");
+    assert!(step > 2, "healthy first steps are forwarded untouched");
+    assert_eq!(response["output"][0]["content"][0]["text"], "I could not find it.");
+    let seen = upstream.requests();
+    let tagged = |body: &Value| {
+        body["input"].as_array().unwrap().iter().any(|item| item.to_string().contains("[looprail]"))
+    };
+    assert!(!tagged(&seen[0].body), "the first request went as the client sent it");
+    assert!(
+        seen.iter().any(|r| tagged(&r.body) && r.body.get("tools").is_some()),
+        "a nudge came before the end"
+    );
+    let last = &seen.last().unwrap().body;
+    assert!(
+        last.get("tools").is_none() && tagged(last),
+        "the conclusion asks for a final answer without tools"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_is_relayed_and_odd_requests_are_answered_in_the_apis_format() {
+    let events = [
+        "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_s\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"gpt-x\",\"output\":[]}}\n\n",
+        "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_s\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}\n\n",
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":2,\"item_id\":\"msg_s\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hel\"}\n\n",
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":3,\"item_id\":\"msg_s\",\"output_index\":0,\"content_index\":0,\"delta\":\"lo.\"}\n\n",
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":4,\"response\":{\"id\":\"resp_s\",\"object\":\"response\",\"status\":\"completed\",\"model\":\"gpt-x\",\"output\":[{\"type\":\"message\",\"id\":\"msg_s\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hello.\",\"annotations\":[]}]}],\"usage\":{\"input_tokens\":5,\"output_tokens\":2,\"total_tokens\":7}}}\n\n",
+    ];
+    let upstream = FakeServer::start(vec![Reply::sse_events(&events), Reply::json(200, &answer())]).await;
+    let gw = start(&upstream.url).await;
+    let response = reqwest::Client::new()
+        .post(format!("{gw}/v1/responses"))
+        .header("content-type", "application/json")
+        .body(json!({"model": "gpt-x", "input": "Say hello", "stream": true}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let text = response.text().await.unwrap();
+    assert_eq!(text, events.concat(), "the stream goes to the client as it came");
+    // A string input went upstream as one user message.
+    let seen = upstream.requests();
+    assert_eq!(seen[0].body["input"], json!([{"role": "user", "content": "Say hello"}]));
+    // A stored conversation the gateway cannot read whole is refused, saying what to send.
+    let (status, body, _) =
+        post(&gw, &json!({"model": "gpt-x", "input": [], "previous_response_id": "resp_s"})).await;
+    assert_eq!(status, 400);
+    assert!(body["error"]["message"].as_str().unwrap().contains("previous_response_id"), "{body}");
+    let (status, body, _) = post(&gw, &json!({"model": "gpt-x", "input": 7})).await;
+    assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
+    assert_eq!(upstream.requests().len(), 1, "neither reached the upstream");
+}
