@@ -1,6 +1,7 @@
 //! OpenAI Responses (`POST /v1/responses`: Codex, the OpenAI Agents SDK). The conversation is
-//! `input`, a list of items (`message`; `function_call` and its `function_call_output` by
-//! `call_id`; `reasoning` and others the guards do not read), after `instructions`. A reply's
+//! `input`, a list of items (`message`; `function_call`, `custom_tool_call` and
+//! `local_shell_call` with their outputs by `call_id`; `reasoning` and others the guards do not
+//! read), after `instructions`. A reply's
 //! `output` is items too. The gateway reads whole conversations, so a request continuing a
 //! stored one (`previous_response_id`) is refused before it gets here.
 
@@ -63,7 +64,14 @@ pub(super) fn message(i: usize, item: &Value) -> Result<Vec<Message>, String> {
                 vec![ToolCall::new(field("call_id"), field("name"), arguments)],
             )]
         }
-        "function_call_output" | "custom_tool_call_output" => {
+        "local_shell_call" => {
+            let action = item.get("action").map_or_else(|| "{}".to_owned(), Value::to_string);
+            vec![Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new(field("call_id"), "local_shell", action)],
+            )]
+        }
+        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
             let output = match item.get("output") {
                 Some(Value::String(s)) => s.clone(),
                 Some(other) => text_of(other),
@@ -265,6 +273,8 @@ mod tests {
             {"type": "function_call", "call_id": "c2", "name": "cat", "arguments": "{\"p\":\"a\"}"},
             {"type": "function_call_output", "call_id": "c1", "output": "a"},
             {"type": "function_call_output", "call_id": "c2", "output": "text"},
+            {"type": "local_shell_call", "call_id": "c4", "action": {"type": "exec", "command": ["ls"]}, "status": "completed"},
+            {"type": "local_shell_call_output", "call_id": "c4", "output": "{\"output\":\"a\"}"},
         ]})
     }
 
@@ -273,7 +283,8 @@ mod tests {
         let messages = messages(&request()).unwrap();
         let roles: Vec<_> = messages.iter().map(|m| m.role).collect();
         use looprail_loop_core::message::Role::{Assistant, System, Tool, User};
-        assert_eq!(roles, [System, User, Assistant, Tool, Tool]);
+        assert_eq!(roles, [System, User, Assistant, Tool, Tool, Assistant, Tool]);
+        assert_eq!(messages[5].tool_calls().next().unwrap().name, "local_shell");
         assert_eq!(messages[2].joined_text().as_deref(), Some("Looking."));
         assert_eq!(messages[2].tool_calls().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1", "c2"]);
     }
