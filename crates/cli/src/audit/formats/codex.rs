@@ -95,8 +95,12 @@ pub fn messages(lines: &[Value]) -> Vec<Value> {
             "message" => {
                 let text = text_of(item.get("content"));
                 let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
-                let preamble = text.trim_start().starts_with("<environment_context>")
-                    || text.trim_start().starts_with("<user_instructions>");
+                // What Codex itself sends as user messages: the environment, the user's
+                // instructions file (older `<user_instructions>`, newer `# AGENTS.md
+                // instructions for <dir>`).
+                let preamble = ["<environment_context>", "<user_instructions>", "# AGENTS.md instructions"]
+                    .iter()
+                    .any(|p| text.trim_start().starts_with(p));
                 let role = match role {
                     "developer" | "system" => "system",
                     "user" if preamble => "system",
@@ -159,6 +163,7 @@ mod tests {
         let log: Vec<Value> = [
             r#"{"timestamp":"t","type":"session_meta","payload":{"id":"s","cwd":"/w","cli_version":"0.46.0"}}"#,
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd /w</environment_context>"}]}}"#,
+            r##"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>Run make.</INSTRUCTIONS>"},{"type":"input_text","text":"<environment_context>\n</environment_context>"}]}}"##,
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Run the tests"}]}}"#,
             r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"Run the tests"}}"#,
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":[]}}"#,
@@ -172,9 +177,13 @@ mod tests {
         assert!(detect(&log));
         let chat = messages(&log);
         let roles: Vec<&str> = chat.iter().map(|m| m["role"].as_str().unwrap()).collect();
-        assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
-        assert_eq!(chat[2]["tool_calls"][0]["function"]["name"], "shell");
-        assert_eq!(chat[3]["tool_call_id"], "call_1");
+        assert_eq!(
+            roles,
+            ["system", "system", "user", "assistant", "tool", "assistant"],
+            "preambles are context"
+        );
+        assert_eq!(chat[3]["tool_calls"][0]["function"]["name"], "shell");
+        assert_eq!(chat[4]["tool_call_id"], "call_1");
     }
 
     #[test]
