@@ -9,6 +9,17 @@ fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Each run of a report as (its file name and `#` suffix, its tool calls, its stop reason).
+fn by_file(report: &serde_json::Value) -> Vec<(String, u64, Option<String>)> {
+    let runs = report["runs"].as_array().unwrap().iter();
+    runs.map(|r| {
+        let path = r["path"].as_str().unwrap();
+        let name = path[path.rfind('/').unwrap() + 1..].to_owned();
+        (name, r["tool_calls"].as_u64().unwrap(), r["stop_reason"].as_str().map(str::to_owned))
+    })
+    .collect()
+}
+
 fn audit(paths: &[String]) -> serde_json::Value {
     let out =
         Command::new(env!("CARGO_BIN_EXE_looprail")).arg("audit").arg("--json").args(paths).output().unwrap();
@@ -455,16 +466,7 @@ fn benchmark_results_files_and_responses_items_are_read() {
     ]);
     std::fs::write(dir.join("agents-sdk.json"), items.to_string()).unwrap();
     let report = audit(&[dir.display().to_string()]);
-    let summary: Vec<(String, u64, Option<String>)> = report["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let path = r["path"].as_str().unwrap();
-            let name = path[path.rfind('/').unwrap() + 1..].to_owned();
-            (name, r["tool_calls"].as_u64().unwrap(), r["stop_reason"].as_str().map(str::to_owned))
-        })
-        .collect();
+    let summary = by_file(&report);
     assert_eq!(
         summary,
         [
@@ -505,16 +507,7 @@ fn gemini_cli_sessions_are_read_as_documents_and_as_jsonl() {
     );
     std::fs::write(dir.join("session-2.jsonl"), lines.join("\n")).unwrap();
     let report = audit(&[dir.display().to_string()]);
-    let calls: Vec<(String, u64, Option<String>)> = report["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let path = r["path"].as_str().unwrap();
-            let name = path[path.rfind('/').unwrap() + 1..].to_owned();
-            (name, r["tool_calls"].as_u64().unwrap(), r["stop_reason"].as_str().map(str::to_owned))
-        })
-        .collect();
+    let calls = by_file(&report);
     assert_eq!(
         calls,
         [

@@ -8,8 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use looprail_gateway::{Gateway, GatewayConfig};
-use looprail_journal::SqliteStore;
+use looprail_gateway::GatewayConfig;
 use looprail_providers::fake::{FakeServer, Reply};
 use serde_json::{Value, json};
 
@@ -31,14 +30,7 @@ async fn start_with(
     settings.upstream.backoff = Duration::from_millis(5);
     settings.require_key = require_key.map(str::to_owned);
     adjust(&mut settings);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let path = std::env::temp_dir().join(format!("looprail-gw-http-{}-{nanos}.db", std::process::id()));
-    let store = SqliteStore::open(&path).await.unwrap();
-    let gateway = Gateway::new(settings, store.into()).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(looprail_gateway::serve(listener, gateway, std::future::pending()));
-    url
+    common::serve(settings, "http").await
 }
 
 async fn post(url: &str, headers: &[(&str, &str)], body: &str) -> (u16, Value) {

@@ -5,10 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::Duration;
 
-use looprail_gateway::{Gateway, GatewayConfig};
-use looprail_journal::SqliteStore;
+use looprail_gateway::GatewayConfig;
 use looprail_providers::fake::{FakeServer, Reply};
 use serde_json::{Value, json};
 
@@ -18,14 +19,7 @@ async fn start(upstream: &str) -> String {
     settings.upstream.openai_key = None;
     settings.upstream.retries = 0;
     settings.upstream.backoff = Duration::from_millis(5);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let path = std::env::temp_dir().join(format!("looprail-gw-responses-{}-{nanos}.db", std::process::id()));
-    let store = SqliteStore::open(&path).await.unwrap();
-    let gateway = Gateway::new(settings, store.into()).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(looprail_gateway::serve(listener, gateway, std::future::pending()));
-    url
+    common::serve(settings, "responses").await
 }
 
 /// A response calling `search` again, as the Responses API shapes it.

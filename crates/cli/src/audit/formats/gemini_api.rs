@@ -50,12 +50,7 @@ pub fn read(contents: &[Value], system: Option<&Value>) -> Vec<Message> {
                     Some(ToolCall::new(id, name, arguments))
                 })
                 .collect();
-            let text = Some(text).filter(|t| !t.trim().is_empty());
-            messages.push(if calls.is_empty() {
-                Message::assistant(text.unwrap_or_default())
-            } else {
-                Message::assistant_with_calls(text, calls)
-            });
+            messages.push(super::assistant_turn(text, calls));
             continue;
         }
         for response in parts.iter().filter_map(|p| p.get("functionResponse")) {

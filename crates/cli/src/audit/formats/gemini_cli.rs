@@ -66,11 +66,11 @@ pub fn read(messages: &[Value]) -> Result<Vec<Message>, String> {
 /// A Gemini message: its text and calls, then each call's result.
 fn push_turn(message: &Value, text: String, out: &mut Vec<Message>) {
     let calls = message.get("toolCalls").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let text = Some(text).filter(|t| !t.trim().is_empty());
     if calls.is_empty() {
-        out.push(Message::assistant(text.unwrap_or_default()));
+        out.push(super::assistant_turn(text, Vec::new()));
         return;
     }
+    let text = Some(text).filter(|t| !t.trim().is_empty());
     let field =
         |call: &Value, key: &str| call.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     let tool_calls = calls

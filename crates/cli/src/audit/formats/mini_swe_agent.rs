@@ -111,12 +111,7 @@ pub fn read(doc: &Value) -> Result<Vec<Message>, String> {
                         .collect(),
                 };
                 pending = calls.iter().map(|c| c.id.clone()).collect();
-                let text = Some(text).filter(|t| !t.trim().is_empty());
-                messages.push(if calls.is_empty() {
-                    Message::assistant(text.unwrap_or_default())
-                } else {
-                    Message::assistant_with_calls(text, calls)
-                });
+                messages.push(super::assistant_turn(text, calls));
             }
             "tool" => {
                 let id = message.get("tool_call_id").and_then(Value::as_str).unwrap_or_default();

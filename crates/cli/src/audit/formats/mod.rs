@@ -41,6 +41,16 @@ fn text_of(content: Option<&Value>) -> String {
     }
 }
 
+/// The agent's turn: its text (blank text is none) and its calls.
+fn assistant_turn(text: String, calls: Vec<looprail::core::message::ToolCall>) -> Message {
+    let text = Some(text).filter(|t| !t.trim().is_empty());
+    if calls.is_empty() {
+        Message::assistant(text.unwrap_or_default())
+    } else {
+        Message::assistant_with_calls(text, calls)
+    }
+}
+
 /// One run found in a file.
 #[derive(Debug)]
 pub struct FoundRun {

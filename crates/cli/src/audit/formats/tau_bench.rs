@@ -79,12 +79,7 @@ fn simulation_messages(simulation: &Value) -> Result<Vec<Message>, String> {
                         ToolCall::new(text("id"), text("name"), arguments)
                     })
                     .collect();
-                let text = Some(text).filter(|t| !t.trim().is_empty());
-                messages.push(if calls.is_empty() {
-                    Message::assistant(text.unwrap_or_default())
-                } else {
-                    Message::assistant_with_calls(text, calls)
-                });
+                messages.push(super::assistant_turn(text, calls));
             }
             "tool" if !by_user(message) => {
                 let id = message.get("id").and_then(Value::as_str).unwrap_or_default();
