@@ -1,6 +1,6 @@
 //! The looprail gateway: looprail's guardrails for agents written in any language. It speaks
-//! the OpenAI Chat Completions and Anthropic Messages APIs; an agent points its SDK's base URL
-//! at it and changes nothing else. On every request it runs the guard stack a looprail run
+//! the OpenAI Chat Completions and Responses APIs and the Anthropic Messages API; an agent
+//! points its SDK's base URL at it and changes nothing else. On every request it runs the guard stack a looprail run
 //! uses over what is new in the conversation, and then:
 //!
 //! - forwards the request upstream, with the escalation ladder's nudge or directive added
