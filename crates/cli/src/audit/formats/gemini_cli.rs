@@ -1,7 +1,8 @@
 //! Gemini CLI sessions (`~/.gemini/tmp/<project>/chats/session-*`): a document
 //! `{"sessionId", "projectHash", "startTime", "lastUpdated", "messages": [...]}`, or JSONL whose
 //! first line is that header, then messages and `{"$set": {...}}` updates, a message written
-//! again when its tool calls finish (the last copy of an `id` wins). A message is
+//! again when its tool calls finish (the last copy of an `id` wins), and `{"$rewindTo": id}`
+//! where the person rewound the session (that message and every later one are gone). A message is
 //! `{"id", "type": "user" | "gemini" | "info" | "error" | "warning", "content", "toolCalls"?}`;
 //! a Gemini message's `toolCalls` are `{"id", "name", "args", "status", "result"}`, `result`
 //! holding the `functionResponse` parts the model was sent.
@@ -38,7 +39,18 @@ fn is_session(messages: &[Value]) -> bool {
 pub fn read(messages: &[Value]) -> Result<Vec<Message>, String> {
     let mut order: Vec<&Value> = Vec::with_capacity(messages.len());
     let mut at: HashMap<&str, usize> = HashMap::new();
-    for message in messages.iter().filter(|m| m.get("type").is_some()) {
+    for message in messages {
+        // The person rewound the session: that message and all after it are gone.
+        if let Some(to) = message.get("$rewindTo").and_then(Value::as_str) {
+            if let Some(&cut) = at.get(to) {
+                order.truncate(cut);
+                at.retain(|_, position| *position < cut);
+            }
+            continue;
+        }
+        if message.get("type").is_none() {
+            continue;
+        }
         match message.get("id").and_then(Value::as_str) {
             Some(id) if at.contains_key(id) => order[at[id]] = message,
             Some(id) => {
@@ -157,5 +169,12 @@ mod tests {
         assert_eq!(messages.len(), 4, "user, the call, its result, user");
         assert_eq!(messages[1].tool_calls().count(), 1);
         assert_eq!(messages[2].tool_results().next().unwrap().content, "built");
+        // Rewound to the Gemini message: it and the thanks are gone, then a new answer.
+        let mut rewound = lines.clone();
+        rewound.push(serde_json::json!({"$rewindTo": "g1"}));
+        rewound.push(serde_json::json!({"id": "g2", "type": "gemini", "content": "Built it another way."}));
+        let messages = read(&rewound[1..]).unwrap();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert_eq!(messages[1].joined_text().as_deref(), Some("Built it another way."));
     }
 }
