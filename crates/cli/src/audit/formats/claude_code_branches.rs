@@ -26,13 +26,13 @@ pub fn split(lines: &[Value]) -> Vec<(Option<String>, Vec<&Value>)> {
         })
         .collect();
     let index: HashMap<&str, usize> = main.iter().filter_map(|&i| Some((uuid(&lines[i])?, i))).collect();
+    // A parent is written before its children: one named later (a damaged or crafted file, a
+    // cycle) is none, so every walk up or down the tree ends.
     let parent = |i: usize| -> Option<usize> {
         let line = &lines[i];
-        let named = match line.get("parentUuid").and_then(Value::as_str) {
-            Some(p) => Some(p),
-            None => line.get("logicalParentUuid").and_then(Value::as_str),
-        };
-        named.and_then(|p| index.get(p).copied()).filter(|&p| p != i)
+        let named = line.get("parentUuid").and_then(Value::as_str);
+        let named = named.or_else(|| line.get("logicalParentUuid").and_then(Value::as_str));
+        named.and_then(|p| index.get(p).copied()).filter(|&p| p < i)
     };
     let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
     for &i in &main {
@@ -172,5 +172,20 @@ mod tests {
         let parts = split(&lines);
         assert_eq!(parts.len(), 1);
         assert_eq!(parts[0].1.len(), lines.len());
+    }
+
+    #[test]
+    fn parents_that_loop_back_end_the_walk() {
+        // a and b name each other: a cycle no real file holds. Both prompts under a are
+        // children of it; the walk up from the abandoned one stops instead of going round.
+        let lines = vec![
+            line("a", Some("b"), "user", "Start".into()),
+            line("b", Some("a"), "assistant", serde_json::json!([{"type": "text", "text": "Ok."}])),
+            line("p1", Some("a"), "user", "First try".into()),
+            line("p2", Some("a"), "user", "Second try".into()),
+        ];
+        let parts = split(&lines);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(uuids(&parts[1].1), ["a", "p1"]);
     }
 }
