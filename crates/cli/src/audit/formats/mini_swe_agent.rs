@@ -93,11 +93,9 @@ pub fn read(doc: &Value) -> Result<Vec<Message>, String> {
                                 .map_or_else(|| format!("mini-{index}-{k}"), str::to_owned);
                             let name =
                                 call.pointer("/function/name").and_then(Value::as_str).unwrap_or("bash");
-                            let arguments = match call.pointer("/function/arguments") {
-                                Some(Value::String(arguments)) => arguments.clone(),
-                                Some(other) => other.to_string(),
-                                None => "{}".to_owned(),
-                            };
+                            let arguments = call
+                                .pointer("/function/arguments")
+                                .map_or_else(|| "{}".to_owned(), super::arguments_text);
                             ToolCall::new(id, name, arguments)
                         })
                         .collect(),

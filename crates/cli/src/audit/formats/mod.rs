@@ -41,6 +41,15 @@ fn text_of(content: Option<&Value>) -> String {
     }
 }
 
+/// A call's arguments as text: a string as it is (most logs keep the model's JSON text), any
+/// other value as its JSON.
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// The agent's turn: its text (blank text is none) and its calls.
 fn assistant_turn(text: String, calls: Vec<looprail::core::message::ToolCall>) -> Message {
     let text = Some(text).filter(|t| !t.trim().is_empty());
@@ -114,10 +123,9 @@ fn read_chat(chat: Vec<Value>) -> Result<Vec<Message>, String> {
 const EXPECTED: &str = "expected an OpenAI chat or Anthropic Messages log (a `messages` document, an array or \
 JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-agent trajectory \
 (`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), Responses API items, an \
-OpenHands history \
-(`history` of events; output.jsonl with one run per line), a Claude Code log (session JSONL or stream-json) or a Codex \
-rollout (JSONL of `session_meta` and `response_item` lines), `codex exec --json` events, a Gemini CLI \
-session or Gemini API `contents`";
+OpenHands history (`history` of events; output.jsonl with one run per line), a Claude Code log (session \
+JSONL or stream-json), a Codex rollout (JSONL of `session_meta` and `response_item` lines), `codex exec \
+--json` events, a Gemini CLI session or Gemini API `contents`";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
 /// with why (a file of many runs is not refused for one bad run).
@@ -131,7 +139,11 @@ pub struct FileRuns {
 
 impl FileRuns {
     fn one(messages: Vec<Message>) -> Self {
-        Self { runs: vec![FoundRun::new(None, messages)], left_out: Vec::new() }
+        Self::single(FoundRun::new(None, messages))
+    }
+
+    fn single(run: FoundRun) -> Self {
+        Self { runs: vec![run], left_out: Vec::new() }
     }
 
     /// Runs read one by one (an error names its run): those that fail are left out, unless
@@ -188,10 +200,7 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
         if openhands::detect(&doc) {
             // One line of an `output.jsonl` is still named by its instance.
             let id = if trimmed.contains('\n') { None } else { openhands::run_id(&doc) };
-            return Ok(FileRuns {
-                runs: vec![FoundRun::new(id, openhands::read(&doc)?)],
-                left_out: Vec::new(),
-            });
+            return Ok(FileRuns::single(FoundRun::new(id, openhands::read(&doc)?)));
         }
     } else if let Some(runs) = openhands_lines(trimmed)? {
         return Ok(runs);
@@ -292,7 +301,7 @@ fn agent_jsonl(text: &str) -> Result<Option<FileRuns>, String> {
     if codex::detect(&lines) {
         let mut run = FoundRun::new(None, read_chat(codex::messages(&lines))?);
         run.logged_peak = codex::logged_peak(&lines);
-        return Ok(Some(FileRuns { runs: vec![run], left_out: Vec::new() }));
+        return Ok(Some(FileRuns::single(run)));
     }
     if claude_code::detect(&lines) {
         let conversations = claude_code::conversations(&lines).into_iter().map(|conversation| {

@@ -94,11 +94,9 @@ pub fn read(history: &[Value]) -> Result<Vec<Message>, String> {
                     .and_then(Value::as_str)
                     .unwrap_or_else(|| str_field("tool_name"))
                     .to_owned();
-                let arguments = match event.pointer("/tool_call/arguments") {
-                    Some(Value::String(arguments)) => arguments.clone(),
-                    Some(other) => other.to_string(),
-                    None => event.get("action").map_or_else(|| "{}".to_owned(), Value::to_string),
-                };
+                let action = || event.get("action").map_or_else(|| "{}".to_owned(), Value::to_string);
+                let arguments =
+                    event.pointer("/tool_call/arguments").map_or_else(action, super::arguments_text);
                 let call = ToolCall::new(&id, name, arguments);
                 open.insert(id);
                 let this_response = event.get("llm_response_id").and_then(Value::as_str).map(str::to_owned);

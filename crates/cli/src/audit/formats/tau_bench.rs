@@ -71,11 +71,8 @@ fn simulation_messages(simulation: &Value) -> Result<Vec<Message>, String> {
                     .filter(|c| !by_user(c))
                     .map(|call| {
                         let text = |key: &str| call.get(key).and_then(Value::as_str).unwrap_or_default();
-                        let arguments = match call.get("arguments") {
-                            Some(Value::String(arguments)) => arguments.clone(),
-                            Some(other) => other.to_string(),
-                            None => "{}".to_owned(),
-                        };
+                        let arguments =
+                            call.get("arguments").map_or_else(|| "{}".to_owned(), super::arguments_text);
                         ToolCall::new(text("id"), text("name"), arguments)
                     })
                     .collect();
