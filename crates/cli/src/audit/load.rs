@@ -94,19 +94,19 @@ fn read_events(dir: &Path) -> Result<Vec<serde_json::Value>, String> {
         if let (Some(index), true) =
             (index, entry.file_type().is_ok_and(|t| t.is_file()) && name.ends_with(".json"))
         {
-            numbered.push((index, entry.path()));
+            let size = entry.metadata().map_or(0, |m| m.len());
+            numbered.push((index, entry.path(), size));
         }
     }
+    // The limit holds before anything is read.
+    if numbered.iter().map(|(_, _, size)| size).sum::<u64>() > MAX_FILE_BYTES {
+        return Err(format!("its events pass the {} MiB limit", MAX_FILE_BYTES >> 20));
+    }
     numbered.sort();
-    let mut total = 0u64;
     let mut events = Vec::with_capacity(numbered.len());
-    for (_, path) in numbered {
+    for (_, path, _) in numbered {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{name} cannot be read: {e}"))?;
-        total += text.len() as u64;
-        if total > MAX_FILE_BYTES {
-            return Err(format!("its events pass the {} MiB limit", MAX_FILE_BYTES >> 20));
-        }
         events.push(serde_json::from_str(&text).map_err(|e| format!("{name} is not JSON: {e}"))?);
     }
     Ok(events)
