@@ -94,17 +94,12 @@ pub(super) fn add_instruction(body: &mut Value, text: &str) {
 
 pub(super) fn reply_message(response: &Value) -> Option<Message> {
     let output = response.get("output")?.as_array()?;
-    let mut out = Vec::new();
-    for (i, item) in output.iter().enumerate() {
-        let mut messages = message(i, item).ok()?;
-        // A reply's message items are the assistant's.
-        for m in &mut messages {
-            m.role = looprail_loop_core::message::Role::Assistant;
-        }
-        merge_into(&mut out, messages);
-    }
-    let mut all = out.into_iter();
+    // The reply is one assistant message: its items' texts and calls, in their order.
+    let items: Vec<Vec<Message>> =
+        output.iter().enumerate().map(|(i, item)| message(i, item)).collect::<Result<_, _>>().ok()?;
+    let mut all = items.into_iter().flatten();
     let mut reply = all.next().unwrap_or_else(|| Message::assistant(String::new()));
+    reply.role = looprail_loop_core::message::Role::Assistant;
     for more in all {
         reply.content.extend(more.content);
     }
