@@ -75,21 +75,39 @@ async fn responses(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body
     if !gateway.authorized(&headers) {
         return refused(api);
     }
-    let Ok(mut request) = serde_json::from_slice::<Value>(&body) else {
+    // Skimmed, not read into a tree: only a string `input` makes the body be rewritten.
+    #[derive(serde::Deserialize)]
+    struct Shape<'a> {
+        #[serde(borrow, default)]
+        previous_response_id: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        conversation: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        input: Option<&'a serde_json::value::RawValue>,
+    }
+    let Ok(shape) = serde_json::from_slice::<Shape<'_>>(&body) else {
         return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None);
     };
-    let stored = ["previous_response_id", "conversation"].into_iter().find(|k| !request[*k].is_null());
+    let given = |field: Option<&serde_json::value::RawValue>| field.is_some_and(|v| v.get() != "null");
+    let stored = [("previous_response_id", shape.previous_response_id), ("conversation", shape.conversation)]
+        .into_iter()
+        .find_map(|(key, field)| given(field).then_some(key));
     if let Some(key) = stored {
         let message = format!(
             "the looprail gateway guards whole conversations: send the full `input` instead of `{key}` (store: false)"
         );
         return json(400, &api.error("invalid_request_error", &message), None);
     }
-    let body = match request["input"].take() {
-        Value::String(text) => {
-            request["input"] = serde_json::json!([{ "role": "user", "content": text }]);
-            Bytes::from(request.to_string())
-        }
+    let body = match shape.input {
+        // Only then is the body read whole.
+        Some(input) if input.get().starts_with('"') => match serde_json::from_slice::<Value>(&body) {
+            Ok(Value::Object(mut request)) => {
+                let text = request.remove("input").unwrap_or_default();
+                request.insert("input".to_owned(), serde_json::json!([{ "role": "user", "content": text }]));
+                Bytes::from(Value::Object(request).to_string())
+            }
+            _ => body,
+        },
         _ => body,
     };
     gateway.handle(api, "/v1/responses", &headers, body).await

@@ -134,5 +134,10 @@ async fn a_stream_is_relayed_and_odd_requests_are_answered_in_the_apis_format() 
     assert!(body["error"]["message"].as_str().unwrap().contains("previous_response_id"), "{body}");
     let (status, body, _) = post(&gw, &json!({"model": "gpt-x", "input": 7})).await;
     assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
+    // A body that is no object, even one whose third element is a string, is refused, not read.
+    for odd in [json!([null, null, "hi"]), json!("hi"), json!([])] {
+        let (status, body, _) = post(&gw, &odd).await;
+        assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")), "{odd}");
+    }
     assert_eq!(upstream.requests().len(), 1, "neither reached the upstream");
 }
