@@ -82,6 +82,10 @@ impl<'a> Request<'a> {
         } else {
             "`messages` must be an array of messages"
         };
+        // An array would fill the fields by position: only an object is a request.
+        if body.trim_ascii_start().first() != Some(&b'{') {
+            return Err("the body is not a JSON object".to_owned());
+        }
         let fields: Fields<'a> = serde_json::from_slice(body).map_err(|e| {
             if e.is_data() { format!("{list} ({e})") } else { format!("the body is not a JSON object ({e})") }
         })?;

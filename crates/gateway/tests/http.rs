@@ -57,6 +57,10 @@ async fn client_tokens_and_malformed_requests_get_each_apis_own_errors() {
     assert_eq!((status, body["error"]["type"].as_str()), (401, Some("authentication_error")));
     let (status, body) = post(&openai, &[("authorization", "Bearer gw-secret")], "{not json").await;
     assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
+    // An array would fill the request's fields by position: it is no request.
+    let array = r#"[[{"role": "user", "content": "hi"}]]"#;
+    let (status, body) = post(&openai, &[("authorization", "Bearer gw-secret")], array).await;
+    assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
     let anthropic = format!("{gw}/v1/messages");
     let (status, body) = post(&anthropic, &[("x-api-key", "gw-secret")], r#"{"messages": 3}"#).await;
     assert_eq!(
