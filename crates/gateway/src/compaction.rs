@@ -4,7 +4,8 @@
 //! from the upstream and kept in the conversation's state with the number of messages it covers.
 //! Later requests (which still carry the whole history: the client never sees the summary)
 //! reuse it, and only when the request passes the threshold again is the summary extended over
-//! the next stretch.
+//! the next stretch. On the Responses API the same holds for the input items, cut only before
+//! the first item of a reply (a reasoning item stays with what it produced).
 //!
 //! The decision is plain computation over a [`Request`]; the server makes the summary call.
 //! Sizes are estimated from the bytes the client sent (4 bytes of JSON a token: JSON's own
@@ -83,7 +84,10 @@ pub enum Plan {
 /// How many messages lead the request as system prompts (kept whatever happens).
 pub fn leading_system(request: &mut Request<'_>) -> Result<usize, String> {
     let mut leading = 0;
-    while leading < request.len() && request.message(leading)?.iter().all(|m| m.role == Role::System) {
+    while leading < request.len() && {
+        let messages = request.message(leading)?;
+        !messages.is_empty() && messages.iter().all(|m| m.role == Role::System)
+    } {
         leading += 1;
     }
     Ok(leading)
@@ -123,11 +127,10 @@ pub fn plan(
         }
     }
     let Some(cut) = cut else { return Ok(settled) };
-    // The verbatim part starts at an assistant turn, so no tool result loses its call and
+    // The verbatim part starts at a reply of the model, so no tool result loses its call and
     // the summary (a user message) is followed by the assistant, as Anthropic requires.
     for upto in cut..len {
-        let is_assistant = request.message(upto)?.first().is_some_and(|m| m.role == Role::Assistant);
-        if is_assistant {
+        if request.starts_reply(upto)? {
             return Ok(if upto > start { Plan::Summarise { from: start, upto } } else { settled });
         }
     }
@@ -198,24 +201,33 @@ pub fn summary_request(
         transcript(messages, max_chars)
     );
     let model = settings.summary_model.as_deref().unwrap_or(model);
-    let mut body = json!({ "model": model, "messages": [{ "role": "user", "content": prompt }] });
-    if api == Api::Anthropic {
-        body["max_tokens"] = json!(settings.summary_max_tokens);
+    let asked = json!([{ "role": "user", "content": prompt }]);
+    match api {
+        Api::OpenAi => json!({ "model": model, "messages": asked }),
+        Api::Anthropic => {
+            json!({ "model": model, "messages": asked, "max_tokens": settings.summary_max_tokens })
+        }
+        // Not stored upstream: the summary lives in the gateway's conversation state.
+        Api::Responses => json!({ "model": model, "input": asked, "store": false }),
     }
-    body
 }
 
-/// Replaces the messages of `body` from `leading` to `upto` with one user message holding the
-/// summary.
-pub fn apply(body: &mut Value, leading: usize, upto: usize, summary: &str) {
-    let Some(messages) = body["messages"].as_array_mut() else { return };
+/// Replaces the messages (the Responses API's input items) of `body` from `leading` to `upto`
+/// with one user message holding the summary.
+pub fn apply(api: Api, body: &mut Value, leading: usize, upto: usize, summary: &str) {
+    let field = if api == Api::Responses { "input" } else { "messages" };
+    let Some(messages) = body[field].as_array_mut() else { return };
     if leading >= upto || upto > messages.len() {
         return;
     }
     let text = format!(
         "{TAG} The earlier part of this conversation was summarised to fit the context window:\n{summary}"
     );
-    messages.splice(leading..upto, [json!({ "role": "user", "content": text })]);
+    let summary = match api {
+        Api::Responses => crate::wire::responses::user_text_item(&text),
+        _ => json!({ "role": "user", "content": text }),
+    };
+    messages.splice(leading..upto, [summary]);
 }
 
 #[cfg(test)]

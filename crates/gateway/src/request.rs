@@ -7,11 +7,12 @@
 
 use std::ops::Range;
 
-use looprail_loop_core::message::Message;
+use looprail_loop_core::message::{Message, Role};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::wire::responses::{ItemKind, is_model_item};
 use crate::wire::{Api, text_of};
 
 /// The fields the gateway reads; every other field is skipped (and forwarded untouched).
@@ -150,6 +151,21 @@ impl<'a> Request<'a> {
             self.converted[i] = Some(self.api.message(i, &value)?);
         }
         Ok(self.converted[i].as_deref().unwrap_or_default())
+    }
+
+    /// Whether a conversation's verbatim part may start at wire message `i`: at a reply of the
+    /// model, whole, so that no tool result loses its call. On Chat Completions and Messages
+    /// that is an assistant message; on Responses, the first item of a reply (a reasoning item
+    /// must stay with the call or message after it, and a reply's calls are items of their
+    /// own).
+    pub fn starts_reply(&mut self, i: usize) -> Result<bool, String> {
+        if self.api != Api::Responses {
+            return Ok(self.message(i)?.first().is_some_and(|m| m.role == Role::Assistant));
+        }
+        let model_item = |item: &RawValue| {
+            serde_json::from_str::<ItemKind<'_>>(item.get()).is_ok_and(|kind| is_model_item(&kind))
+        };
+        Ok(model_item(self.wire[i]) && (i == 0 || !model_item(self.wire[i - 1])))
     }
 
     /// Wire messages `range` as looprail messages, with the index in them where each wire

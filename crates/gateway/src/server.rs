@@ -217,10 +217,6 @@ impl Gateway {
     ) -> Result<Option<(usize, usize, String)>, String> {
         let Some(settings) = &self.compaction else { return Ok(None) };
         let api = call.api;
-        // The Responses API's items are not compacted yet: the request goes as it came.
-        if api == Api::Responses {
-            return Ok(None);
-        }
         let leading = compaction::leading_system(request)?;
         let (from, upto) = match compaction::plan(settings, request, state.summary.as_ref(), body_len)? {
             Plan::Keep => return Ok(None),
@@ -292,7 +288,7 @@ impl Gateway {
         } else {
             let mut body: Value = serde_json::from_slice(&raw).unwrap_or_default();
             if let Some((leading, upto, summary)) = &compacted {
-                crate::compaction::apply(&mut body, *leading, *upto, summary);
+                crate::compaction::apply(api, &mut body, *leading, *upto, summary);
             }
             match &verdict {
                 Verdict::Forward { instructions, force_tool } => {

@@ -45,7 +45,8 @@ async fn start(upstream: &str, name: &str) -> (String, std::path::PathBuf) {
 }
 
 fn is_summary_call(body: &Value) -> bool {
-    body["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("Summarise the conversation below"))
+    let asked = body.get("messages").unwrap_or(&body["input"]);
+    asked[0]["content"].as_str().is_some_and(|c| c.starts_with("Summarise the conversation below"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,6 +180,82 @@ async fn a_compacted_anthropic_request_still_alternates_and_pairs_every_result_w
                     let calls = pair[0]["content"].as_array().unwrap();
                     assert!(calls.iter().any(|c| c["id"] == block["tool_use_id"]), "{block}");
                 }
+            }
+        }
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_responses_conversation_is_compacted_keeping_each_replys_items_together() {
+    // A reasoning model's replies: a reasoning item, then two calls; the client sends every
+    // item back (store: false), as Codex and the Agents SDK do.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let upstream = FakeServer::responding({
+        let calls = Arc::clone(&calls);
+        move |body| {
+            let output = if is_summary_call(body) {
+                json!([{"type": "message", "id": "msg_s", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": "SUMMARY: listed and read files", "annotations": []}]}])
+            } else {
+                let n = calls.fetch_add(1, Ordering::SeqCst);
+                json!([{"type": "reasoning", "id": format!("rs_{n}"), "summary": [], "encrypted_content": "opaque"},
+                    {"type": "function_call", "id": format!("fc_{n}_a"), "call_id": format!("call_{n}_a"), "name": "ls",
+                        "arguments": format!("{{\"dir\":\"d{n}\"}}"), "status": "completed"},
+                    {"type": "function_call", "id": format!("fc_{n}_b"), "call_id": format!("call_{n}_b"), "name": "cat",
+                        "arguments": format!("{{\"file\":\"f{n}\"}}"), "status": "completed"}])
+            };
+            Reply::json(200, &json!({"id": "resp", "object": "response", "status": "completed", "model": "gpt-x",
+                "output": output, "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}).to_string())
+        }
+    })
+    .await;
+    let (gateway, path) = start(&upstream.url, "responses").await;
+    let url = format!("{gateway}/v1/responses");
+    let tools = json!([{"type": "function", "name": "ls", "parameters": {"type": "object"}},
+        {"type": "function", "name": "cat", "parameters": {"type": "object"}}]);
+    let mut input = vec![json!({"role": "user", "content": "Tidy the repository"})];
+    let client = reqwest::Client::new();
+    for step in 0..25 {
+        let body = json!({"model": "gpt-x", "instructions": "You tidy.", "input": input, "tools": tools, "store": false});
+        let response = common::post_json(&client, &url, &body).await;
+        assert_eq!(response.status(), 200);
+        let answer: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        for item in answer["output"].as_array().unwrap() {
+            input.push(item.clone());
+            if item["type"] == "function_call" {
+                input.push(json!({"type": "function_call_output", "call_id": item["call_id"],
+                    "output": format!("step {step}: {}", "entry ".repeat(25))}));
+            }
+        }
+    }
+    let seen = upstream.requests();
+    assert!(seen.iter().all(|r| r.path == "/v1/responses"), "the summary call goes to the same API");
+    let summary_calls: Vec<&Value> = seen.iter().map(|r| &r.body).filter(|b| is_summary_call(b)).collect();
+    assert!(!summary_calls.is_empty() && summary_calls.iter().all(|b| b["store"] == false));
+    let agent: Vec<&Value> = seen.iter().map(|r| &r.body).filter(|b| !is_summary_call(b)).collect();
+    let compacted: Vec<&&Value> = agent
+        .iter()
+        .filter(|b| {
+            b["input"][0]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("[looprail] The earlier part"))
+        })
+        .collect();
+    assert!(compacted.len() >= 10, "later requests went compacted: {}", compacted.len());
+    for body in &compacted {
+        let items = body["input"].as_array().unwrap();
+        assert_eq!(body["instructions"], "You tidy.", "the instructions are kept");
+        assert_eq!(items[1]["type"], "reasoning", "the verbatim part starts with a reply's reasoning item");
+        assert!(body.to_string().len() < 7_000, "compacted requests stay near the threshold");
+        let ids: Vec<&Value> =
+            items.iter().filter(|i| i["type"] == "function_call").map(|i| &i["call_id"]).collect();
+        for (i, item) in items.iter().enumerate() {
+            if item["type"] == "function_call_output" {
+                assert!(ids.contains(&&item["call_id"]), "an output lost its call: {item}");
+            }
+            if item["type"] == "reasoning" {
+                assert_eq!(items[i + 1]["type"], "function_call", "a reasoning item is followed by its call");
             }
         }
     }

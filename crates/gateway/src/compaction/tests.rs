@@ -60,7 +60,7 @@ fn a_summary_that_no_longer_fits_the_history_is_not_used() {
 #[test]
 fn the_summary_replaces_the_stretch_it_covers_and_the_transcript_is_bounded() {
     let mut value: Value = serde_json::from_str(&body(3, 10)).unwrap();
-    apply(&mut value, 1, 4, "found nothing yet");
+    apply(Api::OpenAi, &mut value, 1, 4, "found nothing yet");
     let messages = value["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 8 - 3 + 1);
     assert_eq!(messages[0]["role"], "system");
@@ -77,4 +77,85 @@ fn the_summary_replaces_the_stretch_it_covers_and_the_transcript_is_bounded() {
         body["messages"][0]["content"].as_str().unwrap().contains("Summary of what came before:\nbefore")
     );
     assert!(body.get("tools").is_none());
+}
+
+/// A Responses request: a developer message, the task, then `steps` replies of a reasoning
+/// item and two calls, each answered by two outputs of `result_bytes`.
+fn responses_body(steps: usize, result_bytes: usize) -> String {
+    let mut input = vec![
+        json!({"type": "message", "role": "developer", "content": "You search."}),
+        json!({"role": "user", "content": "Find it"}),
+    ];
+    for i in 0..steps {
+        input.push(
+            json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": "e"}),
+        );
+        for c in 0..2 {
+            input.push(json!({"type": "function_call", "id": format!("fc_{i}_{c}"), "call_id": format!("call_{i}_{c}"),
+                "name": "search", "arguments": format!("{{\"q\":\"{i}\"}}")}));
+        }
+        for c in 0..2 {
+            input.push(json!({"type": "function_call_output", "call_id": format!("call_{i}_{c}"), "output": "x".repeat(result_bytes)}));
+        }
+    }
+    json!({"model": "m", "instructions": "Be brief.", "input": input}).to_string()
+}
+
+#[test]
+fn a_responses_conversation_is_cut_before_a_replys_first_item_and_summarised_as_an_input_item() {
+    let raw = responses_body(40, 500);
+    let mut request = Request::parse(Api::Responses, raw.as_bytes()).unwrap();
+    assert_eq!(leading_system(&mut request).unwrap(), 1, "the developer message leads");
+    let Plan::Summarise { from, upto } = plan(&settings(), &mut request, None, raw.len()).unwrap() else {
+        panic!("compacts")
+    };
+    assert_eq!(from, 1);
+    let mut value: Value = serde_json::from_str(&raw).unwrap();
+    let items = value["input"].as_array().unwrap();
+    assert_eq!(items[upto]["type"], "reasoning", "the reasoning item stays with its calls");
+    // No item of a reply is a place to cut; the first of each is.
+    let starts: Vec<bool> = (2..7).map(|i| request.starts_reply(i).unwrap()).collect();
+    assert_eq!(starts, [true, false, false, false, false]);
+
+    apply(Api::Responses, &mut value, 1, upto, "searched a lot");
+    let items = value["input"].as_array().unwrap();
+    assert_eq!(items[0]["role"], "developer");
+    assert_eq!((items[1]["type"].as_str(), items[1]["role"].as_str()), (Some("message"), Some("user")));
+    assert!(items[1]["content"][0]["text"].as_str().unwrap().starts_with(TAG));
+    // Every output answers a call still in the request.
+    let calls: Vec<&Value> =
+        items.iter().filter(|i| i["type"] == "function_call").map(|i| &i["call_id"]).collect();
+    for output in items.iter().filter(|i| i["type"] == "function_call_output") {
+        assert!(calls.contains(&&output["call_id"]), "{output}");
+    }
+    let body = summary_request(Api::Responses, &settings(), "gpt-x", None, &[Message::user("hi")]);
+    assert_eq!((body["store"].as_bool(), body["input"][0]["role"].as_str()), (Some(false), Some("user")));
+    assert!(body.get("messages").is_none() && body.get("max_tokens").is_none());
+}
+
+#[test]
+fn responses_items_are_the_models_or_the_clients_by_type_and_role() {
+    use crate::wire::responses::{ItemKind, is_model_item};
+    let model = |item: &str| is_model_item(&serde_json::from_str::<ItemKind<'_>>(item).unwrap());
+    for item in [
+        r#"{"type": "message", "role": "assistant", "content": []}"#,
+        r#"{"role": "assistant", "content": "hi"}"#,
+        r#"{"type": "reasoning", "summary": []}"#,
+        r#"{"type": "function_call", "call_id": "c"}"#,
+        r#"{"type": "local_shell_call", "call_id": "c"}"#,
+        r#"{"type": "web_search_call", "id": "ws"}"#,
+        r#"{"type": "item_reference", "id": "msg_1"}"#,
+    ] {
+        assert!(model(item), "{item}");
+    }
+    for item in [
+        r#"{"role": "user", "content": "hi"}"#,
+        r#"{"type": "message", "role": "developer", "content": "x"}"#,
+        r#"{"type": "function_call_output", "call_id": "c", "output": "ok"}"#,
+        r#"{"type": "computer_call_output", "call_id": "c"}"#,
+        r#"{"type": "mcp_approval_response", "approve": true}"#,
+        r#"{"content": "no type, no role"}"#,
+    ] {
+        assert!(!model(item), "{item}");
+    }
 }

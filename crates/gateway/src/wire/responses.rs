@@ -84,11 +84,34 @@ pub(super) fn message(i: usize, item: &Value) -> Result<Vec<Message>, String> {
     })
 }
 
+/// Whether an input item is the model's own (an assistant message, a reasoning item, a call of
+/// any kind, an item reference) rather than the client's (a user, system or developer message,
+/// a call's output). Read from the item's `type` and `role` alone.
+pub(crate) fn is_model_item(item: &ItemKind<'_>) -> bool {
+    match item.kind.unwrap_or(if item.role.is_some() { "message" } else { "" }) {
+        "message" => item.role == Some("assistant"),
+        "" | "mcp_approval_response" => false,
+        kind => !kind.ends_with("_output"),
+    }
+}
+
+/// The two fields of an input item that say whose it is.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct ItemKind<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<&'a str>,
+    #[serde(borrow, default)]
+    role: Option<&'a str>,
+}
+
+/// A user message item holding `text` (an instruction, a summary).
+pub(crate) fn user_text_item(text: &str) -> Value {
+    json!({ "type": "message", "role": "user", "content": [{ "type": "input_text", "text": text }] })
+}
+
 pub(super) fn add_instruction(body: &mut Value, text: &str) {
     if let Some(list) = body["input"].as_array_mut() {
-        list.push(
-            json!({ "type": "message", "role": "user", "content": [{ "type": "input_text", "text": text }] }),
-        );
+        list.push(user_text_item(text));
     }
 }
 
