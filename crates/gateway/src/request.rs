@@ -179,7 +179,7 @@ impl<'a> Request<'a> {
             let next = self.message(i)?;
             if responses {
                 // A reply's calls are items of their own: they are one assistant turn again.
-                crate::wire::responses::merge_into(&mut out, next.to_vec());
+                looprail_loop_core::transcript::responses::push_item(&mut out, next.to_vec());
             } else {
                 out.extend_from_slice(next);
             }

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 
 mod openai_typed;
+pub mod responses;
 
 /// A message that cannot be read, with its position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

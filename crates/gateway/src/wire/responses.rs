@@ -5,83 +5,23 @@
 //! `output` is items too. The gateway reads whole conversations, so a request continuing a
 //! stored one (`previous_response_id`) is refused before it gets here.
 
-use looprail_loop_core::message::{Message, ToolCall, ToolResult};
+use looprail_loop_core::message::{Message, ToolCall};
+use looprail_loop_core::transcript::responses::{item_messages, push_item};
 use serde_json::{Value, json};
-
-use super::text_of;
 
 pub(super) fn messages(body: &Value) -> Result<Vec<Message>, String> {
     let mut out: Vec<Message> =
         body.get("instructions").and_then(Value::as_str).map(Message::system).into_iter().collect();
     let items = body["input"].as_array().ok_or("`input` must be a list of items")?;
     for (i, item) in items.iter().enumerate() {
-        merge_into(&mut out, message(i, item)?);
+        push_item(&mut out, message(i, item)?);
     }
     Ok(out)
 }
 
-/// Adds `next` (one item's messages) to `out`: a call with no text of its own joins the
-/// assistant message before it (the calls of one reply are items of their own).
-pub(crate) fn merge_into(out: &mut Vec<Message>, next: Vec<Message>) {
-    for message in next {
-        let only_calls =
-            message.joined_text().is_none_or(|t| t.is_empty()) && message.tool_calls().next().is_some();
-        match out.last_mut() {
-            Some(last) if only_calls && last.role == message.role && last.tool_results().next().is_none() => {
-                last.content.extend(message.content);
-            }
-            _ => out.push(message),
-        }
-    }
-}
-
 /// One input item (`input[i]`) as looprail messages: none for items the guards do not read.
 pub(super) fn message(i: usize, item: &Value) -> Result<Vec<Message>, String> {
-    let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default();
-    let kind = item.get("type").and_then(Value::as_str).unwrap_or(if item.get("role").is_some() {
-        "message"
-    } else {
-        ""
-    });
-    Ok(match kind {
-        "message" => {
-            let text = text_of(&item["content"]);
-            vec![match field("role") {
-                "system" | "developer" => Message::system(text),
-                "user" => Message::user(text),
-                "assistant" => Message::assistant(text),
-                other => return Err(format!("input[{i}]: unknown role {other:?}")),
-            }]
-        }
-        "function_call" | "custom_tool_call" => {
-            let arguments = match item.get("arguments").or_else(|| item.get("input")) {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-                None => "{}".to_owned(),
-            };
-            vec![Message::assistant_with_calls(
-                None,
-                vec![ToolCall::new(field("call_id"), field("name"), arguments)],
-            )]
-        }
-        "local_shell_call" => {
-            let action = item.get("action").map_or_else(|| "{}".to_owned(), Value::to_string);
-            vec![Message::assistant_with_calls(
-                None,
-                vec![ToolCall::new(field("call_id"), "local_shell", action)],
-            )]
-        }
-        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
-            let output = match item.get("output") {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => text_of(other),
-                None => String::new(),
-            };
-            vec![Message::tool_result(ToolResult::ok(field("call_id"), output))]
-        }
-        // Reasoning, item references, web searches and the like carry nothing the guards read.
-        _ => Vec::new(),
-    })
+    item_messages(item).map_err(|e| format!("input[{i}]: {e}"))
 }
 
 /// Whether an input item is the model's own (an assistant message, a reasoning item, a call of

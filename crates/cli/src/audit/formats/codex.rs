@@ -9,9 +9,9 @@
 //! messages are context, not user turns. A `compacted` line (Codex summarised its history;
 //! payload `message` and, in newer versions, `replacement_history`) restarts the context.
 
+use looprail::core::message::{HISTORY_SUMMARY, Message, Role};
+use looprail::core::transcript::responses;
 use serde_json::Value;
-
-use super::text_of;
 
 /// The items of a rollout, unwrapped.
 fn items(lines: &[Value]) -> impl Iterator<Item = &Value> {
@@ -69,89 +69,47 @@ pub fn logged_peak(lines: &[Value]) -> Option<u64> {
 /// What a `compacted` line (Codex compacting its history) leaves as the context: its
 /// `replacement_history` when it has one (the history Codex goes on with), else its summary
 /// `message`.
-fn compacted_text(payload: Option<&Value>) -> String {
-    let Some(payload) = payload else { return String::new() };
-    match payload.get("replacement_history").and_then(Value::as_array) {
-        Some(history) => messages(history)
-            .iter()
-            .flat_map(|m| {
-                let calls = m.get("tool_calls").and_then(Value::as_array).into_iter().flatten();
-                let arguments =
-                    calls.filter_map(|c| c.pointer("/function/arguments").and_then(Value::as_str));
-                m.get("content").and_then(Value::as_str).into_iter().chain(arguments)
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        None => payload.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
-    }
+fn compacted_text(payload: Option<&Value>) -> Result<String, String> {
+    let Some(payload) = payload else { return Ok(String::new()) };
+    let Some(history) = payload.get("replacement_history").and_then(Value::as_array) else {
+        return Ok(payload.get("message").and_then(Value::as_str).unwrap_or_default().to_owned());
+    };
+    let texts: Vec<String> = messages(history)?
+        .iter()
+        .flat_map(|m| m.joined_text().into_iter().chain(m.tool_calls().map(|c| c.arguments.clone())))
+        .collect();
+    Ok(texts.join("\n"))
 }
 
-/// The conversation as OpenAI chat messages (`system`, `user`, `assistant` with `tool_calls`,
-/// `tool`); where Codex compacted its history, a [`compaction`](super::compaction) message.
-pub fn messages(lines: &[Value]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
-    for item in items(lines) {
-        match item.get("type").and_then(Value::as_str).unwrap_or_default() {
-            "message" => {
-                let text = text_of(item.get("content"));
-                let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
-                // What Codex itself sends as user messages: the environment, the user's
-                // instructions file (older `<user_instructions>`, newer `# AGENTS.md
-                // instructions for <dir>`).
-                let preamble = ["<environment_context>", "<user_instructions>", "# AGENTS.md instructions"]
-                    .iter()
-                    .any(|p| text.trim_start().starts_with(p));
-                let role = match role {
-                    "developer" | "system" => "system",
-                    "user" if preamble => "system",
-                    other => other,
-                };
-                out.push(serde_json::json!({"role": role, "content": text}));
+/// Whether a user message is one of the preambles Codex itself sends as user messages: the
+/// environment, the user's instructions file (older `<user_instructions>`, newer `# AGENTS.md
+/// instructions for <dir>`).
+fn is_preamble(text: &str) -> bool {
+    ["<environment_context>", "<user_instructions>", "# AGENTS.md instructions"]
+        .iter()
+        .any(|p| text.trim_start().starts_with(p))
+}
+
+/// The conversation, read by the Responses items reader the gateway uses too
+/// ([`responses`]); Codex's preambles are context (system messages), and where Codex compacted
+/// its history a [`HISTORY_SUMMARY`] message holds what it went on with.
+pub fn messages(lines: &[Value]) -> Result<Vec<Message>, String> {
+    let mut out: Vec<Message> = Vec::new();
+    for (index, item) in items(lines).enumerate() {
+        let mut next = match item.get("type").and_then(Value::as_str) {
+            Some("compacted") => {
+                vec![Message::internal_user(HISTORY_SUMMARY, compacted_text(item.get("payload"))?)]
             }
-            kind @ ("function_call" | "custom_tool_call" | "local_shell_call") => {
-                let call_id = item
-                    .get("call_id")
-                    .or_else(|| item.get("id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let (name, arguments) = match kind {
-                    "function_call" => (
-                        item.get("name").and_then(Value::as_str).unwrap_or("function").to_owned(),
-                        item.get("arguments").and_then(Value::as_str).unwrap_or("{}").to_owned(),
-                    ),
-                    "custom_tool_call" => (
-                        item.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned(),
-                        serde_json::json!({"input": item.get("input").cloned().unwrap_or(Value::Null)})
-                            .to_string(),
-                    ),
-                    _ => (
-                        "local_shell".to_owned(),
-                        item.get("action").cloned().unwrap_or(Value::Null).to_string(),
-                    ),
-                };
-                let call = serde_json::json!({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}});
-                // Parallel calls of one turn share its assistant message.
-                match out.last_mut() {
-                    Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
-                        if let Some(Value::Array(calls)) = last.get_mut("tool_calls") {
-                            calls.push(call);
-                        }
-                    }
-                    _ => out.push(
-                        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [call]}),
-                    ),
-                }
+            _ => responses::item_messages(item).map_err(|e| format!("item {index}: {e}"))?,
+        };
+        for message in &mut next {
+            if message.role == Role::User && message.joined_text().is_some_and(|t| is_preamble(&t)) {
+                message.role = Role::System;
             }
-            "function_call_output" | "custom_tool_call_output" => {
-                let call_id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
-                let output = text_of(item.get("output"));
-                out.push(serde_json::json!({"role": "tool", "tool_call_id": call_id, "content": output}));
-            }
-            "compacted" => out.push(super::compaction(compacted_text(item.get("payload")))),
-            _ => {}
         }
+        responses::push_item(&mut out, next);
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -167,6 +125,7 @@ mod tests {
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Run the tests"}]}}"#,
             r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"Run the tests"}}"#,
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":[]}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Running them."}]}}"#,
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"cargo\",\"test\"]}","call_id":"call_1"}}"#,
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"ok\"}"}}"#,
             r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"All green."}]}}"#,
@@ -175,15 +134,14 @@ mod tests {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
         assert!(detect(&log));
-        let chat = messages(&log);
-        let roles: Vec<&str> = chat.iter().map(|m| m["role"].as_str().unwrap()).collect();
-        assert_eq!(
-            roles,
-            ["system", "system", "user", "assistant", "tool", "assistant"],
-            "preambles are context"
-        );
-        assert_eq!(chat[3]["tool_calls"][0]["function"]["name"], "shell");
-        assert_eq!(chat[4]["tool_call_id"], "call_1");
+        let chat = messages(&log).unwrap();
+        let roles: Vec<Role> = chat.iter().map(|m| m.role).collect();
+        use Role::{Assistant, System, Tool, User};
+        assert_eq!(roles, [System, System, User, Assistant, Tool, Assistant], "preambles are context");
+        // One reply: its text and its call are one assistant turn, as the gateway reads it.
+        assert_eq!(chat[3].joined_text().as_deref(), Some("Running them."));
+        assert_eq!(chat[3].tool_calls().next().unwrap().name, "shell");
+        assert_eq!(chat[4].tool_results().next().unwrap().call_id, "call_1");
     }
 
     #[test]
@@ -206,10 +164,11 @@ mod tests {
         .collect();
         assert!(is_legacy_meta(&log[0]));
         assert!(detect(&log));
-        let chat = messages(&log);
-        let roles: Vec<&str> = chat.iter().map(|m| m["role"].as_str().unwrap()).collect();
-        assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
-        assert_eq!(chat[2]["tool_calls"][0]["function"]["arguments"], r#"{"command":["ls"]}"#);
+        let chat = messages(&log).unwrap();
+        let roles: Vec<Role> = chat.iter().map(|m| m.role).collect();
+        use Role::{Assistant, System, Tool, User};
+        assert_eq!(roles, [System, User, Assistant, Tool, Assistant]);
+        assert_eq!(chat[2].tool_calls().next().unwrap().arguments, r#"{"command":["ls"]}"#);
         // A chat log's lines are no rollout: a message has a role and no id-and-timestamp line
         // comes first.
         let chat_log: Vec<Value> =

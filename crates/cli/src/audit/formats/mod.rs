@@ -236,7 +236,7 @@ fn chat_or_results(text: &str) -> Result<FileRuns, String> {
     // Responses API items in one array (the OpenAI Agents SDK's `to_input_list()`), as a Codex
     // rollout holds them.
     match doc.as_array() {
-        Some(items) if codex::detect(items) => Ok(FileRuns::one(read_chat(codex::messages(items))?)),
+        Some(items) if codex::detect(items) => Ok(FileRuns::one(codex::messages(items)?)),
         _ => Err(format!("{chat_error}; {EXPECTED}")),
     }
 }
@@ -299,7 +299,7 @@ fn agent_jsonl(text: &str) -> Result<Option<FileRuns>, String> {
         return Ok(Some(FileRuns::one(codex_exec::messages(&lines))));
     }
     if codex::detect(&lines) {
-        let mut run = FoundRun::new(None, read_chat(codex::messages(&lines))?);
+        let mut run = FoundRun::new(None, codex::messages(&lines)?);
         run.logged_peak = codex::logged_peak(&lines);
         return Ok(Some(FileRuns::single(run)));
     }
