@@ -74,11 +74,7 @@ fn compacted_text(payload: Option<&Value>) -> Result<String, String> {
     let Some(history) = payload.get("replacement_history").and_then(Value::as_array) else {
         return Ok(payload.get("message").and_then(Value::as_str).unwrap_or_default().to_owned());
     };
-    let texts: Vec<String> = messages(history)?
-        .iter()
-        .flat_map(|m| m.joined_text().into_iter().chain(m.tool_calls().map(|c| c.arguments.clone())))
-        .collect();
-    Ok(texts.join("\n"))
+    Ok(super::flattened(&messages(history)?))
 }
 
 /// Whether a user message is one of the preambles Codex itself sends as user messages: the

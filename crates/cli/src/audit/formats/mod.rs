@@ -23,7 +23,7 @@ mod robustness;
 mod swe_agent;
 mod tau_bench;
 
-use looprail::core::message::{HISTORY_SUMMARY, InternalTag, Message};
+use looprail::core::message::{ContentPart, HISTORY_SUMMARY, InternalTag, Message};
 use looprail::core::transcript::read_log;
 use serde_json::Value;
 
@@ -58,6 +58,18 @@ fn assistant_turn(text: String, calls: Vec<looprail::core::message::ToolCall>) -
     } else {
         Message::assistant_with_calls(text, calls)
     }
+}
+
+/// Every text the messages hold (their texts, their calls' arguments, their results), one
+/// per line: what a compacted history keeps of the messages it carries over.
+fn flattened<'a>(messages: impl IntoIterator<Item = &'a Message>) -> String {
+    let parts = messages.into_iter().flat_map(|m| &m.content).map(|part| match part {
+        ContentPart::Text { text } => text.as_str(),
+        ContentPart::ToolUse(call) => call.arguments.as_str(),
+        ContentPart::ToolResult(result) => result.content.as_str(),
+        ContentPart::Image { .. } => "",
+    });
+    parts.filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n")
 }
 
 /// One run found in a file.

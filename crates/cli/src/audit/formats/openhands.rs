@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use looprail::core::message::{ContentPart, HISTORY_SUMMARY, Message, Role, ToolCall, ToolResult};
+use looprail::core::message::{HISTORY_SUMMARY, Message, Role, ToolCall, ToolResult};
 use serde_json::{Map, Value};
 
 use super::openhands_sdk;
@@ -104,19 +104,10 @@ pub(super) fn condensed(
             && source.as_ref().is_none_or(|id| !forgotten.contains(id))
     });
     let mut text = summary.to_owned();
-    for (message, _) in kept {
-        for part in &message.content {
-            let part = match part {
-                ContentPart::Text { text } => text.as_str(),
-                ContentPart::ToolUse(call) => call.arguments.as_str(),
-                ContentPart::ToolResult(result) => result.content.as_str(),
-                ContentPart::Image { .. } => "",
-            };
-            if !part.is_empty() {
-                text.push('\n');
-                text.push_str(part);
-            }
-        }
+    let carried = super::flattened(kept.map(|(message, _)| message));
+    if !carried.is_empty() {
+        text.push('\n');
+        text.push_str(&carried);
     }
     Message::internal_user(HISTORY_SUMMARY, text)
 }
