@@ -72,7 +72,7 @@ pub enum Verdict {
         /// A tool the reply must call (the client's own ask-the-user tool).
         force_tool: Option<String>,
     },
-    /// Answer with a final text obtained upstream with tools removed: the client's loop ends.
+    /// Answer with a final text obtained upstream with the tool choice `none`: the client's loop ends.
     Conclude {
         /// Why (`loop_detected:identical`, a limit, `ask_human`).
         reason: String,

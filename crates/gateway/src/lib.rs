@@ -8,7 +8,7 @@
 //! - forces the client's own ask-the-user tool when the ladder reaches `ask_human` and the
 //!   client declared one;
 //! - otherwise, when the ladder ends or a budget or cap is spent, answers with a final text
-//!   obtained upstream with tools removed and an instruction to say what was tried and what
+//!   obtained upstream with the tool choice `none` and an instruction to say what was tried and what
 //!   the user must decide (F10), so the client's loop ends by itself.
 //!
 //! Upstream failures are retried with backoff (honouring `retry-after`) and returned in the

@@ -302,7 +302,7 @@ impl Gateway {
                 Verdict::Conclude { reason } => {
                     // Asked for whole (the final answer is re-emitted as a stream when wanted).
                     tracing::info!(name: "agent.fallback.reply", target: "looprail", conversation = %done.state.id, %reason, "gateway concluded the conversation");
-                    api.without_tools(&mut body);
+                    api.text_only(&mut body);
                     api.add_instruction(&mut body, &final_instruction(reason));
                 }
             }

@@ -54,7 +54,7 @@ async fn drive(urls: &[String]) -> (usize, Vec<String>) {
 async fn requests_alternating_between_replicas_stay_one_conversation() {
     let Some(server) = looprail_testkit_postgres::server_or_skip("the gateway replica test") else { return };
     let upstream = FakeServer::responding(|body| {
-        let message = if body["tools"].is_array() {
+        let message = if body["tools"].is_array() && body["tool_choice"] != "none" {
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]})
         } else {
             json!({"role": "assistant", "content": "Nothing found; where should I look?"})

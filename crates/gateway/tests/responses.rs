@@ -1,6 +1,6 @@
 //! The gateway on the OpenAI Responses API (`POST /v1/responses`), against a local upstream
 //! that answers in that API's format: a looping client is nudged (a tagged input item) and then
-//! concluded (the request sent without tools), a stream is relayed as it came, a string input
+//! concluded (the request sent with the tool choice `none`), a stream is relayed as it came, a string input
 //! is one user message, and a request continuing a stored conversation is refused, saying why.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -56,7 +56,7 @@ async fn post(url: &str, body: &Value) -> (u16, Value, Option<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_responses_client_is_nudged_then_concluded() {
     let upstream = FakeServer::responding(|request| {
-        if request.get("tools").is_some() {
+        if request.get("tools").is_some() && request["tool_choice"] != "none" {
             Reply::json(200, &search_again(1))
         } else {
             Reply::json(200, &answer())
@@ -93,13 +93,13 @@ async fn a_looping_responses_client_is_nudged_then_concluded() {
     };
     assert!(!tagged(&seen[0].body), "the first request went as the client sent it");
     assert!(
-        seen.iter().any(|r| tagged(&r.body) && r.body.get("tools").is_some()),
+        seen.iter().any(|r| tagged(&r.body) && r.body.get("tool_choice").is_none()),
         "a nudge came before the end"
     );
     let last = &seen.last().unwrap().body;
     assert!(
-        last.get("tools").is_none() && tagged(last),
-        "the conclusion asks for a final answer without tools"
+        last["tool_choice"] == "none" && last.get("tools").is_some() && tagged(last),
+        "the conclusion asks for a final answer with no tool to call"
     );
 }
 

@@ -71,8 +71,31 @@ fn task_of(body: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// An upstream whose model searches forever while it has tools, and answers when it has none.
-/// `fail_first`: the first request gets a 429 with `retry-after: 0`.
+/// Whether a request lets the model call tools: some are declared and the tool choice is not
+/// `none` (`"none"` on OpenAI's APIs, `{"type": "none"}` on Anthropic's).
+fn may_call_tools(body: &Value) -> bool {
+    let choice = &body["tool_choice"];
+    body["tools"].as_array().is_some_and(|t| !t.is_empty()) && choice != "none" && choice["type"] != "none"
+}
+
+/// What the real APIs refuse with a 400 that this gateway could cause: a tool choice without
+/// tools (both), and, on Anthropic, a history holding `tool_use` or `tool_result` blocks with no
+/// tools declared.
+fn refusal(api: Api, body: &Value) -> Option<&'static str> {
+    let declared = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    if !declared && (body.get("tool_choice").is_some() || body.get("parallel_tool_calls").is_some()) {
+        return Some("tool_choice is only allowed when tools are specified");
+    }
+    let blocks =
+        body["messages"].as_array().into_iter().flatten().flat_map(|m| m["content"].as_array()).flatten();
+    let tool_blocks = blocks.filter(|b| b["type"] == "tool_use" || b["type"] == "tool_result").count();
+    (api == Api::Anthropic && !declared && tool_blocks > 0)
+        .then_some("Requests which include `tool_use` or `tool_result` blocks must define tools.")
+}
+
+/// An upstream whose model searches forever while it may call tools, and answers when it may
+/// not; it refuses what the real APIs refuse ([`refusal`]). `fail_first`: the first request
+/// gets a 429 with `retry-after: 0`.
 async fn upstream(api: Api, fail_first: bool) -> (FakeServer, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
@@ -82,8 +105,12 @@ async fn upstream(api: Api, fail_first: bool) -> (FakeServer, Arc<AtomicUsize>) 
             return Reply::json(429, r#"{"error": {"message": "slow down", "type": "rate_limit_error"}}"#)
                 .with_header("retry-after", "0");
         }
+        if let Some(message) = refusal(api, body) {
+            let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
+            return Reply::json(400, &error.to_string());
+        }
         let task = task_of(body);
-        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let has_tools = may_call_tools(body);
         let reply = match (api, has_tools) {
             (Api::Responses, true) => json!({"id": format!("resp_{n}"), "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o-mini",
                 "output": [{"type": "function_call", "id": format!("fc_{n}"), "call_id": format!("call_{n}"), "name": "search", "arguments": "{\"q\":\"report\"}", "status": "completed"}],
@@ -198,7 +225,8 @@ async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
             let nudged = seen.iter().any(|r| r.body.to_string().contains("[looprail]"));
             assert!(nudged, "the ladder spoke before it concluded");
             let last = &seen.last().unwrap().body;
-            assert!(last.get("tools").is_none(), "the final answer was asked for without tools");
+            assert!(!may_call_tools(last), "the final answer was asked for with no tool to call");
+            assert!(last.get("tools").is_some(), "the tools stay declared (Anthropic requires them)");
             let relayed = seen.iter().filter(|r| r.body["stream"] == true).count();
             assert_eq!(relayed > 0, stream, "streamed turns were relayed from a streaming upstream");
             gw.stop().await;
@@ -216,7 +244,7 @@ async fn a_tool_call_budget_ends_the_loop_with_no_further_tool_turns() {
     let result = agent(&python, "agent_openai.py", &format!("{}/v1", gw.url), "count things", &[]).await;
     assert_ended(&result, "count things");
     assert_eq!(result["steps"], 4, "three tool turns, then the final answer: {result}");
-    let with_tools = upstream.requests().iter().filter(|r| r.body.get("tools").is_some()).count();
+    let with_tools = upstream.requests().iter().filter(|r| may_call_tools(&r.body)).count();
     assert_eq!(with_tools, 3);
     gw.stop().await;
 }

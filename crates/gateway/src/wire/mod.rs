@@ -1,6 +1,6 @@
 //! The wire formats the gateway speaks, each as plain functions over the request and
 //! response JSON: read a request's conversation into looprail messages, change what the
-//! gateway changes (an added instruction, a forced tool, tools removed), and turn a complete
+//! gateway changes (an added instruction, a forced tool, the tool choice `none`), and turn a complete
 //! upstream response into the client's format, streamed or not.
 
 use looprail_loop_core::message::Message;
@@ -68,8 +68,13 @@ impl Api {
         }
     }
 
-    /// Makes the next reply call tool `name`.
+    /// Makes the next reply call tool `name`. Not on an Anthropic request that enables
+    /// extended thinking: the API refuses a forced tool with thinking on, so there the
+    /// instruction that comes with it does the asking alone.
     pub fn force_tool(self, body: &mut Value, name: &str) {
+        if self == Api::Anthropic && thinking_enabled(body) {
+            return;
+        }
         body["tool_choice"] = match self {
             Api::OpenAi => serde_json::json!({ "type": "function", "function": { "name": name } }),
             Api::Anthropic => serde_json::json!({ "type": "tool", "name": name }),
@@ -77,13 +82,24 @@ impl Api {
         };
     }
 
-    /// Removes the tools, so the reply can only be text; the request is sent whole, not
-    /// streamed.
-    pub fn without_tools(self, body: &mut Value) {
-        if let Some(object) = body.as_object_mut() {
-            for key in ["tools", "tool_choice", "parallel_tool_calls", "stream", "stream_options"] {
-                object.remove(key);
-            }
+    /// Makes the reply text only, sent whole, not streamed. The tools stay declared, with the
+    /// tool choice `none`: Anthropic refuses a history holding `tool_use` or `tool_result`
+    /// blocks without them, and the prompt's cached prefix holds them.
+    pub fn text_only(self, body: &mut Value) {
+        let Some(object) = body.as_object_mut() else { return };
+        for key in ["stream", "stream_options", "parallel_tool_calls"] {
+            object.remove(key);
+        }
+        if object.get("tools").and_then(Value::as_array).is_some_and(|tools| !tools.is_empty()) {
+            let none = match self {
+                Api::Anthropic => serde_json::json!({ "type": "none" }),
+                Api::OpenAi | Api::Responses => serde_json::json!("none"),
+            };
+            object.insert("tool_choice".to_owned(), none);
+        } else {
+            // A tool choice without tools is refused by every API.
+            object.remove("tools");
+            object.remove("tool_choice");
         }
     }
 
@@ -140,11 +156,55 @@ impl Api {
     }
 }
 
+/// Whether an Anthropic request turns extended thinking on (`thinking.type` other than
+/// `disabled`).
+fn thinking_enabled(body: &Value) -> bool {
+    body.pointer("/thinking/type").and_then(Value::as_str).is_some_and(|kind| kind != "disabled")
+}
+
 /// The text of a message content that is a string or a list of text parts.
 pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_text_only_request_keeps_its_tools_with_the_choice_none_or_declares_none_at_all() {
+        let mut anthropic = json!({"model": "c", "stream": true, "tools": [{"name": "read"}],
+            "tool_choice": {"type": "any"}, "messages": []});
+        Api::Anthropic.text_only(&mut anthropic);
+        assert_eq!(anthropic["tool_choice"], json!({"type": "none"}));
+        assert!(anthropic["tools"].is_array() && anthropic.get("stream").is_none());
+        for api in [Api::OpenAi, Api::Responses] {
+            let mut body = json!({"tools": [{"type": "function", "name": "ls"}], "parallel_tool_calls": true,
+                "stream": true, "stream_options": {"include_usage": true}});
+            api.text_only(&mut body);
+            assert_eq!(body, json!({"tools": [{"type": "function", "name": "ls"}], "tool_choice": "none"}));
+        }
+        // No tools (or an empty list): no tool choice either, which every API would refuse.
+        let mut bare = json!({"tools": [], "tool_choice": "auto", "messages": []});
+        Api::OpenAi.text_only(&mut bare);
+        assert_eq!(bare, json!({"messages": []}));
+    }
+
+    #[test]
+    fn a_tool_is_not_forced_on_an_anthropic_request_that_thinks() {
+        let mut thinking = json!({"thinking": {"type": "enabled", "budget_tokens": 2048}});
+        Api::Anthropic.force_tool(&mut thinking, "ask_human");
+        assert!(thinking.get("tool_choice").is_none(), "Anthropic refuses a forced tool with thinking on");
+        let mut plain = json!({"thinking": {"type": "disabled"}});
+        Api::Anthropic.force_tool(&mut plain, "ask_human");
+        assert_eq!(plain["tool_choice"], json!({"type": "tool", "name": "ask_human"}));
+        let mut openai = json!({});
+        Api::OpenAi.force_tool(&mut openai, "ask_human");
+        assert_eq!(openai["tool_choice"]["function"]["name"], "ask_human");
     }
 }
