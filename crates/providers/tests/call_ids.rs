@@ -5,7 +5,7 @@
 
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_loop_core::provider::{CallPurpose, ModelRequest};
-use looprail_loop_core::tool::ToolChoice;
+use looprail_loop_core::tool::{ToolChoice, ToolDefinition};
 use looprail_providers::MaxTokensField;
 
 /// Three calls as the engine stores them: its own ids, the server's `call_0` twice and once
@@ -26,10 +26,18 @@ fn conversation() -> Vec<Message> {
     ]
 }
 
+/// The `read` tool the conversation calls.
+fn tools() -> &'static [ToolDefinition] {
+    static TOOLS: std::sync::OnceLock<Vec<ToolDefinition>> = std::sync::OnceLock::new();
+    TOOLS.get_or_init(|| {
+        vec![ToolDefinition::new("read", "Reads a file.", serde_json::json!({"type": "object"}))]
+    })
+}
+
 fn request(messages: &[Message]) -> ModelRequest<'_> {
     ModelRequest {
         messages,
-        tools: &[],
+        tools: tools(),
         tool_choice: ToolChoice::Auto,
         max_output_tokens: None,
         instruction: None,
@@ -85,4 +93,26 @@ fn anthropic_sees_unique_ids_and_each_result_pairs_with_its_call() {
         .collect();
     assert_eq!(uses, ["call_0", "lr-1", "lr-2"]);
     assert_eq!(results, uses);
+}
+
+#[test]
+fn an_anthropic_request_declaring_no_tools_carries_calls_and_results_as_text() {
+    // The API refuses `tool_use` or `tool_result` blocks in a request without tools: a summary
+    // request over a history with calls (compaction) declares none.
+    let messages = conversation();
+    let mut summary = request(&messages);
+    summary.tools = &[];
+    summary.tool_choice = ToolChoice::None;
+    let body = looprail_providers::anthropic::request_body("m", &summary, 1024, false);
+    assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    let turns = body["messages"].as_array().unwrap();
+    let kinds: Vec<&str> = turns
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert!(kinds.iter().all(|k| *k == "text"), "{kinds:?}");
+    assert!(turns.windows(2).all(|w| w[0]["role"] != w[1]["role"]), "turns still alternate");
+    let text = body.to_string();
+    assert!(text.contains("[called read: {}]") && text.contains("[tool result: third]"), "{text}");
 }

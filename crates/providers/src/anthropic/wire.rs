@@ -23,7 +23,10 @@ fn image_block(media_type: &str, source: &str) -> Value {
     }
 }
 
-fn blocks(message: &Message, ids: &WireIds) -> Vec<Value> {
+/// A message's content blocks. Without `tools_declared`, calls and results travel as text: the
+/// API refuses a request holding `tool_use` or `tool_result` blocks that declares no tools (a
+/// summary request, a caller's own tool-less call on a history with tools).
+fn blocks(message: &Message, ids: &WireIds, tools_declared: bool) -> Vec<Value> {
     message
         .content
         .iter()
@@ -31,6 +34,13 @@ fn blocks(message: &Message, ids: &WireIds) -> Vec<Value> {
             ContentPart::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
             ContentPart::Text { .. } => None,
             ContentPart::Image { media_type, source } => Some(image_block(media_type, source)),
+            ContentPart::ToolUse(call) if !tools_declared => {
+                Some(json!({"type": "text", "text": format!("[called {}: {}]", call.name, call.arguments)}))
+            }
+            ContentPart::ToolResult(result) if !tools_declared => {
+                let status = if result.is_error { "error" } else { "result" };
+                Some(json!({"type": "text", "text": format!("[tool {status}: {}]", result.content)}))
+            }
             ContentPart::ToolUse(call) => {
                 // The API wants an object; arguments the engine already rejected travel as {}.
                 let input = serde_json::from_str::<Value>(&call.arguments)
@@ -67,7 +77,7 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, default_max_tokens:
     let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in request.messages.iter().filter(|m| m.role != Role::System) {
         let role = if message.role == Role::Assistant { "assistant" } else { "user" };
-        let content = blocks(message, &ids);
+        let content = blocks(message, &ids, !request.tools.is_empty());
         if content.is_empty() {
             continue;
         }
