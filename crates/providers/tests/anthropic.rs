@@ -253,3 +253,35 @@ async fn the_client_drives_a_tool_loop_and_sends_the_result_with_its_id() {
 fn a_missing_key_is_an_error_at_construction() {
     assert_eq!(ClientConfig::anthropic_with("claude", |_| None).unwrap_err().key, "ANTHROPIC_API_KEY");
 }
+
+#[tokio::test]
+async fn a_server_tools_call_in_a_stream_is_no_call_of_the_loops() {
+    // Anthropic runs its server tools (web search) itself: their input arrives as
+    // input_json_delta like a client tool's, but nothing is for the loop to run.
+    let event =
+        |data: serde_json::Value| format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap());
+    let sse = [
+        event(serde_json::json!({"type": "message_start", "message": {"id": "msg_s", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [], "usage": {"input_tokens": 20, "output_tokens": 1}}})),
+        event(serde_json::json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}})),
+        event(serde_json::json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"eclipses 2026\"}"}})),
+        event(serde_json::json!({"type": "content_block_stop", "index": 0})),
+        event(serde_json::json!({"type": "content_block_start", "index": 1, "content_block": {"type": "web_search_tool_result",
+            "tool_use_id": "srvtoolu_1", "content": [{"type": "web_search_result", "title": "Eclipses", "url": "https://example.com"}]}})),
+        event(serde_json::json!({"type": "content_block_stop", "index": 1})),
+        event(serde_json::json!({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}})),
+        event(serde_json::json!({"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "Two this year."}})),
+        event(serde_json::json!({"type": "content_block_stop", "index": 2})),
+        event(serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 30}})),
+        event(serde_json::json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let server = FakeServer::start(vec![Reply::sse_text(&sse)]).await;
+    let messages = [Message::user("Which eclipses are there this year?")];
+    let response = stream_all(&client(&server), &request(&messages, &[], ToolChoice::Auto)).await.unwrap();
+    assert!(response.tool_calls.is_empty(), "{:?}", response.tool_calls);
+    assert_eq!(response.text.as_deref(), Some("Two this year."));
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+}

@@ -196,6 +196,9 @@ pub struct EventParser {
     model: String,
     text: String,
     calls: ToolCallAssembler,
+    /// The indexes of the stream's `tool_use` blocks: input deltas of other blocks (a server
+    /// tool's call, run by the provider) are no call of the loop's.
+    tool_blocks: Vec<usize>,
     stop: Option<String>,
     usage: Option<Usage>,
     id: Option<String>,
@@ -208,6 +211,7 @@ impl EventParser {
             model: model.to_owned(),
             text: String::new(),
             calls: ToolCallAssembler::default(),
+            tool_blocks: Vec::new(),
             stop: None,
             usage: None,
             id: None,
@@ -266,6 +270,7 @@ impl SseParser for EventParser {
                     Some("tool_use") => {
                         let id = block.get("id").and_then(Value::as_str);
                         let name = block.get("name").and_then(Value::as_str);
+                        self.tool_blocks.push(index);
                         self.calls.push(index, id, name, "");
                         Step::Continue(vec![StreamEvent::ToolCallDelta {
                             index,
@@ -294,7 +299,7 @@ impl SseParser for EventParser {
                         self.text.push_str(text);
                         Step::Continue(vec![StreamEvent::TextDelta(text.to_owned())])
                     }
-                    Some("input_json_delta") => {
+                    Some("input_json_delta") if self.tool_blocks.contains(&index) => {
                         let part = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
                         self.calls.push(index, None, None, part);
                         Step::Continue(vec![StreamEvent::ToolCallDelta {
