@@ -296,12 +296,20 @@ impl Run {
     fn on_reply(
         &mut self,
         spec: CallSpec,
-        response: ModelResponse,
+        mut response: ModelResponse,
         tick: Tick,
     ) -> Result<Action, EngineError> {
         self.account(&response, spec.purpose, None);
         if spec.purpose != CallPurpose::Turn {
             return self.finish_fallback(response.text.filter(|t| !t.trim().is_empty()));
+        }
+        if response.stop_reason == StopReason::Refusal {
+            // A reply the provider's safety system cut short: what it started is not acted
+            // on (its calls may be partial, and the provider refused to go on with them).
+            for call in std::mem::take(&mut response.tool_calls) {
+                let reason = "the reply was refused; its calls are not run".to_owned();
+                self.emit(Event::ToolCallRejected { tool: call.name, reason });
+            }
         }
         if response.is_empty() {
             return self.stop(StopCause::EmptyReply);
