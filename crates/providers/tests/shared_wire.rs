@@ -1,0 +1,143 @@
+//! Every recorded response body in ../shared/wire (live OpenAI chat streams; Anthropic streams
+//! from live cassettes and the SDK's fixtures) read by the providers' stream parsers: each ends
+//! in a reply, whose text is what the stream's text deltas add up to, whose calls' arguments are
+//! the JSON their deltas add up to, and whose usage is the stream's last. The expected values
+//! are read from the raw events here, not from the parsers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use looprail_loop_core::provider::{ModelResponse, StopReason};
+use looprail_providers::sse::{SseParser, Step};
+use serde_json::Value;
+
+/// ../shared/wire, or `None` outside CI when it is absent (under CI it must be there).
+fn wire_dir() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/wire");
+    if root.is_dir() {
+        return Some(root);
+    }
+    assert!(std::env::var_os("CI").is_none(), "{} is missing under CI", root.display());
+    eprintln!("skipped: {} is absent (it is beside the repository in CI)", root.display());
+    None
+}
+
+/// The events of an SSE body: (name, data).
+fn events(body: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for raw in body.replace("\r\n", "\n").split("\n\n") {
+        let (mut name, mut data) = (String::new(), Vec::new());
+        for line in raw.lines() {
+            if let Some(value) = line.strip_prefix("event:") {
+                name = value.trim().to_owned();
+            } else if let Some(value) = line.strip_prefix("data:") {
+                data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+            }
+        }
+        if !data.is_empty() {
+            out.push((name, data.join("\n")));
+        }
+    }
+    out
+}
+
+fn parse(parser: &mut dyn SseParser, body: &str) -> ModelResponse {
+    for (name, data) in events(body) {
+        if let Step::Done(result) = parser.event(&name, &data) {
+            return result.unwrap();
+        }
+    }
+    parser.end_of_body().unwrap()
+}
+
+fn files(dir: &Path, ends: &[&str]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| ends.iter().any(|end| p.to_string_lossy().ends_with(end)))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_recorded_openai_stream_reads_as_its_deltas_add_up() {
+    let Some(root) = wire_dir() else { return };
+    let streams = files(&root.join("openai-chat-completions-stream"), &[".sse"]);
+    assert!(streams.len() >= 11, "the recorded streams are there");
+    for path in streams {
+        let body = std::fs::read_to_string(&path).unwrap();
+        let chunks: Vec<Value> = events(&body)
+            .into_iter()
+            .filter(|(_, data)| data != "[DONE]")
+            .map(|(_, data)| serde_json::from_str(&data).unwrap())
+            .collect();
+        // The first choice's deltas (a stream with n > 1 interleaves its choices).
+        let deltas: Vec<&Value> = chunks
+            .iter()
+            .flat_map(|c| c["choices"].as_array().unwrap())
+            .filter(|c| c["index"] == 0)
+            .collect();
+        let text: String = deltas.iter().filter_map(|c| c["delta"]["content"].as_str()).collect();
+        let refusal: String = deltas.iter().filter_map(|c| c["delta"]["refusal"].as_str()).collect();
+        let arguments: String = deltas
+            .iter()
+            .flat_map(|c| c["delta"]["tool_calls"].as_array().into_iter().flatten())
+            .filter_map(|t| t["function"]["arguments"].as_str())
+            .collect();
+        let usage = chunks.iter().rev().find_map(|c| c["usage"]["prompt_tokens"].as_u64());
+
+        let reply = parse(&mut looprail_providers::openai::ChunkParser::new("gpt-4o"), &body);
+        let name = path.file_name().unwrap().to_string_lossy();
+        let expected = if refusal.is_empty() { text } else { refusal };
+        assert_eq!(reply.text.unwrap_or_default(), expected, "{name}");
+        let parsed: String = reply.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
+        assert_eq!(parsed, arguments, "{name}");
+        for call in &reply.tool_calls {
+            assert!(serde_json::from_str::<Value>(&call.arguments).is_ok(), "{name}: {}", call.arguments);
+            assert!(!call.id.is_empty() && !call.name.is_empty(), "{name}");
+        }
+        assert_eq!(reply.usage.map(|u| u.input_tokens), usage, "{name}");
+        assert_eq!(!reply.tool_calls.is_empty(), reply.stop_reason == StopReason::ToolUse, "{name}");
+    }
+}
+
+#[test]
+fn every_recorded_anthropic_stream_reads_as_its_deltas_add_up() {
+    let Some(root) = wire_dir() else { return };
+    let mut streams = files(&root.join("anthropic-messages/extracted"), &[".sse"]);
+    streams.extend(files(&root.join("anthropic-messages/sdk-fixtures"), &[".sse", "_response.txt"]));
+    assert!(streams.len() >= 12, "the recorded streams are there");
+    for path in streams {
+        let body = std::fs::read_to_string(&path).unwrap();
+        let events: Vec<Value> =
+            events(&body).into_iter().map(|(_, data)| serde_json::from_str(&data).unwrap()).collect();
+        let deltas = events.iter().filter(|e| e["type"] == "content_block_delta").map(|e| &e["delta"]);
+        let text: String = deltas.clone().filter_map(|d| d["text"].as_str()).collect();
+        let input: String = deltas.filter_map(|d| d["partial_json"].as_str()).collect();
+        let uses = events.iter().filter(|e| e["content_block"]["type"] == "tool_use").count();
+        let stop = events.iter().find_map(|e| e["delta"]["stop_reason"].as_str()).unwrap_or_default();
+        let output = events.iter().rev().find_map(|e| e["usage"]["output_tokens"].as_u64());
+
+        let reply = parse(&mut looprail_providers::anthropic::EventParser::new("claude"), &body);
+        let name = path.file_name().unwrap().to_string_lossy();
+        assert_eq!(reply.text.unwrap_or_default(), text, "{name}");
+        assert_eq!(reply.tool_calls.len(), uses, "{name}");
+        assert_eq!(reply.usage.map(|u| u.output_tokens), output, "{name}");
+        if uses == 1 && stop == "tool_use" {
+            // A finished call's arguments are the JSON its deltas add up to (as a value: the
+            // parser may respell it).
+            let expected: Value = serde_json::from_str(if input.is_empty() { "{}" } else { &input }).unwrap();
+            let parsed: Value = serde_json::from_str(&reply.tool_calls[0].arguments).unwrap();
+            assert_eq!(parsed, expected, "{name}");
+        }
+        let expected_stop = match stop {
+            "tool_use" => StopReason::ToolUse,
+            "max_tokens" => StopReason::MaxTokens,
+            "refusal" => StopReason::Refusal,
+            _ => StopReason::EndTurn,
+        };
+        assert_eq!(reply.stop_reason, expected_stop, "{name}");
+    }
+}
