@@ -141,3 +141,84 @@ fn every_recorded_anthropic_stream_reads_as_its_deltas_add_up() {
         assert_eq!(reply.stop_reason, expected_stop, "{name}");
     }
 }
+
+/// Every response of the Anthropic SDK's live-recorded cassettes served to the real client: a
+/// complete reply reads as its blocks (text joined, one call per `tool_use` block, server
+/// tools and code execution left to the provider), a stream as its events, an error as the
+/// kind its status and type say.
+#[tokio::test]
+async fn every_recorded_anthropic_cassette_response_reads_through_the_client() {
+    use looprail_loop_core::prelude::*;
+    use looprail_loop_core::provider::{CallPurpose, ProviderErrorKind};
+    use looprail_providers::fake::{FakeServer, Reply};
+
+    let Some(root) = wire_dir() else { return };
+    let cassettes = files(&root.join("anthropic-messages/recorded-live-cassettes"), &[".json"]);
+    assert!(cassettes.len() >= 10, "the cassettes are there");
+    let mut read = 0;
+    for path in cassettes {
+        let pairs: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (i, pair) in pairs.iter().enumerate() {
+            let name = format!("{}[{i}]", path.file_name().unwrap().to_string_lossy());
+            let response = &pair["response"];
+            let status = u16::try_from(response["status_code"].as_u64().unwrap()).unwrap();
+            let (reply, stream) = match &response["body"] {
+                Value::String(sse) => (Reply::sse_text(sse), true),
+                body => (Reply::json(status, &body.to_string()), false),
+            };
+            let server = FakeServer::start(vec![reply]).await;
+            let config = looprail_providers::ClientConfig::custom("claude", &server.url, Some("sk-ant-test"));
+            let client = looprail_providers::AnthropicClient::new(config).unwrap();
+            let messages = [Message::user("hi")];
+            let request = ModelRequest {
+                messages: &messages,
+                tools: &[],
+                tool_choice: ToolChoice::Auto,
+                max_output_tokens: None,
+                instruction: None,
+                purpose: CallPurpose::Turn,
+            };
+            let result = if stream {
+                let mut events = client.stream(&request).await.unwrap();
+                let mut done = None;
+                while let Some(event) = futures_util::StreamExt::next(&mut events).await {
+                    if let looprail_loop_core::provider::StreamEvent::Finished(result) = event {
+                        done = Some(result);
+                    }
+                }
+                done.expect("the stream finishes")
+            } else {
+                client.complete(&request).await
+            };
+            match status {
+                200 if !stream => {
+                    let reply = result.unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let blocks = response["body"]["content"].as_array().unwrap();
+                    let text: String = blocks
+                        .iter()
+                        .filter(|b| b["type"] == "text")
+                        .filter_map(|b| b["text"].as_str())
+                        .collect();
+                    let uses: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "tool_use").collect();
+                    assert_eq!(reply.text.unwrap_or_default(), text, "{name}");
+                    assert_eq!(reply.tool_calls.len(), uses.len(), "{name}");
+                    for (call, block) in reply.tool_calls.iter().zip(&uses) {
+                        assert_eq!(call.id, block["id"].as_str().unwrap(), "{name}");
+                        assert_eq!(
+                            serde_json::from_str::<Value>(&call.arguments).unwrap(),
+                            block["input"],
+                            "{name}"
+                        );
+                    }
+                    let input = response["body"]["usage"]["input_tokens"].as_u64();
+                    assert_eq!(reply.usage.map(|u| u.input_tokens), input, "{name}");
+                }
+                200 => assert!(result.is_ok(), "{name}: {result:?}"),
+                429 => assert_eq!(result.unwrap_err().kind, ProviderErrorKind::RateLimited, "{name}"),
+                _ => assert_eq!(result.unwrap_err().kind, ProviderErrorKind::InvalidRequest, "{name}"),
+            }
+            read += 1;
+        }
+    }
+    assert!(read >= 25, "every recorded response was served: {read}");
+}
