@@ -553,3 +553,35 @@ fn a_conversation_the_openhands_sdk_persisted_is_one_run_of_its_event_files() {
     );
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn langchain_and_langgraph_message_lists_are_read_in_each_of_their_shapes() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-langchain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A LangGraph state: the same failing call again and again.
+    let mut state = vec![serde_json::json!({"type": "human", "content": "Deploy the service", "id": "h1"})];
+    for i in 0..12 {
+        state.push(serde_json::json!({"type": "ai", "content": "", "tool_calls": [
+            {"name": "deploy", "args": {"env": "prod"}, "id": format!("call_{i}"), "type": "tool_call"}]}));
+        state.push(serde_json::json!({"type": "tool", "content": "Error: permission denied",
+            "tool_call_id": format!("call_{i}"), "status": "error"}));
+    }
+    let state = serde_json::json!({"messages": state});
+    std::fs::write(dir.join("langgraph-state.json"), state.to_string()).unwrap();
+    // `messages_to_dict` of a short healthy run.
+    let dicts = serde_json::json!([
+        {"type": "human", "data": {"content": "List it", "type": "human"}},
+        {"type": "ai", "data": {"content": "", "tool_calls": [{"name": "ls", "args": {}, "id": "c1"}], "type": "ai"}},
+        {"type": "tool", "data": {"content": "a.txt", "tool_call_id": "c1", "type": "tool"}},
+        {"type": "ai", "data": {"content": "One file: a.txt.", "type": "ai"}}
+    ]);
+    std::fs::write(dir.join("messages-to-dict.json"), dicts.to_string()).unwrap();
+    let report = audit(&[dir.display().to_string()]);
+    let calls = by_file(&report);
+    assert_eq!(calls.len(), 2, "{report}");
+    let (state_run, dict_run) = (&calls[0], &calls[1]);
+    assert_eq!((state_run.0.as_str(), state_run.1), ("langgraph-state.json", 12));
+    assert!(state_run.2.is_some(), "the repeated failing call is stopped: {report}");
+    assert_eq!(dict_run, &("messages-to-dict.json".to_owned(), 1, None));
+    let _ = std::fs::remove_dir_all(dir);
+}

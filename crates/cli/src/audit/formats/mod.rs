@@ -1,8 +1,9 @@
 //! The recorded-run formats the audit reads, detected from the content: OpenAI chat and
 //! Anthropic Messages logs (documents, arrays, JSONL), SWE-agent `.traj` files and OpenHands
 //! event histories (one run, or an evaluation `output.jsonl` with one run per line), Claude
-//! Code logs (session files and the stream-json output, sub-agents as runs of their own) and
-//! Codex CLI rollouts.
+//! Code logs (session files and the stream-json output, sub-agents as runs of their own),
+//! Codex CLI rollouts, and the other agents' and frameworks' logs of the modules below
+//! (mini-swe-agent, τ-bench, Gemini, LangChain and LangGraph).
 //!
 //! Where an agent compacted its own history (Claude Code, Codex, OpenHands' condenser), the
 //! reader leaves a [`HISTORY_SUMMARY`] message holding what the agent went on with, so the
@@ -15,6 +16,7 @@ mod codex;
 mod codex_exec;
 mod gemini_api;
 mod gemini_cli;
+mod langchain;
 mod mini_swe_agent;
 mod openhands;
 mod openhands_sdk;
@@ -137,7 +139,7 @@ JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-a
 (`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), Responses API items, an \
 OpenHands history (`history` of events; output.jsonl with one run per line), a Claude Code log (session \
 JSONL or stream-json), a Codex rollout (JSONL of `session_meta` and `response_item` lines), `codex exec \
---json` events, a Gemini CLI session or Gemini API `contents`";
+--json` events, a Gemini CLI session, Gemini API `contents` or LangChain / LangGraph messages";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
 /// with why (a file of many runs is not refused for one bad run).
@@ -244,6 +246,9 @@ fn chat_or_results(text: &str) -> Result<FileRuns, String> {
     if gemini_cli::detect_document(&doc) {
         let messages = doc.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
         return Ok(FileRuns::one(gemini_cli::read(messages)?));
+    }
+    if let Some(list) = langchain::messages(&doc) {
+        return Ok(FileRuns::one(langchain::read(list)?));
     }
     // Responses API items in one array (the OpenAI Agents SDK's `to_input_list()`), as a Codex
     // rollout holds them.

@@ -66,6 +66,12 @@ const KEYS: &[&str] = &[
     "tool_use_id",
     "input",
     "system",
+    "lc",
+    "kwargs",
+    "data",
+    "additional_kwargs",
+    "invalid_tool_calls",
+    "status",
 ];
 const WORDS: &[&str] = &[
     "user",
@@ -92,6 +98,9 @@ const WORDS: &[&str] = &[
     "<returncode>1</returncode>",
     "condensation",
     "finish",
+    "human",
+    "ai",
+    "AIMessage",
     "a",
     "",
 ];
@@ -186,6 +195,14 @@ fn shaped(format: usize, v: &[Value]) -> String {
             {"role": "tool", "id": v[3], "error": v[4], "requestor": v[5], "content": v[6]},
         ]}]})
         .to_string(),
+        12 => json!({"messages": [
+            {"type": "human", "content": v[0]},
+            {"type": "ai", "content": v[1], "tool_calls": v[2], "invalid_tool_calls": v[3], "additional_kwargs": v[4]},
+            {"type": "tool", "data": {"content": v[5], "tool_call_id": v[6], "status": v[7]}},
+            {"lc": 1, "type": "constructor", "id": ["langchain", v[8]], "kwargs": v[9]},
+            {"type": "function", "content": v[10], "name": v[11]},
+        ]})
+        .to_string(),
         _ => json!({"messages": [
             {"role": "user", "content": v[0]},
             {"role": v[1], "content": v[2], "tool_calls": v[3], "tool_call_id": v[4]},
@@ -214,7 +231,7 @@ proptest! {
     /// Every format's shape, with anything in its fields, is read or refused: never a panic.
     #[test]
     fn no_log_of_a_known_shape_makes_its_reader_panic(
-        format in 0usize..12,
+        format in 0usize..13,
         values in prop::collection::vec(json(), 12),
     ) {
         // What a reader returns goes through the whole replay too (guards, budgets, the
