@@ -585,3 +585,34 @@ fn langchain_and_langgraph_message_lists_are_read_in_each_of_their_shapes() {
     assert_eq!(dict_run, &("messages-to-dict.json".to_owned(), 1, None));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn vercel_ai_sdk_model_and_ui_messages_are_read() {
+    let dir = std::env::temp_dir().join(format!("looprail-audit-vercel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Model messages (`response.messages`): a call failing the same way again and again.
+    let mut model = vec![serde_json::json!({"role": "user", "content": "Deploy the service"})];
+    for i in 0..12 {
+        model.push(serde_json::json!({"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": format!("c{i}"), "toolName": "deploy", "input": {"env": "prod"}}]}));
+        model.push(serde_json::json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": format!("c{i}"),
+            "toolName": "deploy", "output": {"type": "error-text", "value": "Error: permission denied"}}]}));
+    }
+    std::fs::write(dir.join("model-messages.json"), serde_json::json!({"messages": model}).to_string())
+        .unwrap();
+    // UI messages (`useChat`): no `content` at all, so a chat reader would see empty messages.
+    let ui = serde_json::json!([
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "List it"}]},
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"},
+            {"type": "tool-ls", "toolCallId": "c1", "state": "output-available", "input": {}, "output": "a.txt"},
+            {"type": "step-start"}, {"type": "text", "text": "One file."}]}
+    ]);
+    std::fs::write(dir.join("ui-messages.json"), ui.to_string()).unwrap();
+    let report = audit(&[dir.display().to_string()]);
+    let calls = by_file(&report);
+    assert_eq!(calls.len(), 2, "{report}");
+    assert_eq!((calls[0].0.as_str(), calls[0].1), ("model-messages.json", 12));
+    assert!(calls[0].2.is_some(), "the repeated failing call is stopped: {report}");
+    assert_eq!(calls[1], ("ui-messages.json".to_owned(), 1, None));
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -3,7 +3,7 @@
 //! event histories (one run, or an evaluation `output.jsonl` with one run per line), Claude
 //! Code logs (session files and the stream-json output, sub-agents as runs of their own),
 //! Codex CLI rollouts, and the other agents' and frameworks' logs of the modules below
-//! (mini-swe-agent, τ-bench, Gemini, LangChain and LangGraph).
+//! (mini-swe-agent, τ-bench, Gemini, LangChain and LangGraph, the Vercel AI SDK).
 //!
 //! Where an agent compacted its own history (Claude Code, Codex, OpenHands' condenser), the
 //! reader leaves a [`HISTORY_SUMMARY`] message holding what the agent went on with, so the
@@ -24,6 +24,7 @@ mod openhands_sdk;
 mod robustness;
 mod swe_agent;
 mod tau_bench;
+mod vercel_ai;
 
 use looprail::core::message::{ContentPart, HISTORY_SUMMARY, InternalTag, Message};
 use looprail::core::transcript::read_log;
@@ -139,7 +140,7 @@ JSONL of messages), a SWE-agent .traj (`trajectory` and `history`), a mini-swe-a
 (`trajectory_format`), τ-bench or τ²-bench results (`traj`, `simulations`), Responses API items, an \
 OpenHands history (`history` of events; output.jsonl with one run per line), a Claude Code log (session \
 JSONL or stream-json), a Codex rollout (JSONL of `session_meta` and `response_item` lines), `codex exec \
---json` events, a Gemini CLI session, Gemini API `contents` or LangChain / LangGraph messages";
+--json` events, a Gemini CLI session, Gemini API `contents`, LangChain / LangGraph messages or Vercel AI SDK messages";
 
 /// What a file holds: the runs read from it, and each run of it that could not be read, named,
 /// with why (a file of many runs is not refused for one bad run).
@@ -226,6 +227,15 @@ pub fn read_runs(text: &str) -> Result<FileRuns, String> {
 /// only when the text is no chat log, so a chat log is parsed once.
 fn chat_or_results(text: &str) -> Result<FileRuns, String> {
     let chat_error = match read_log(text) {
+        // A chat log without a single call may be one whose calls the chat reader does not
+        // see: the AI SDK's (`parts`, `tool-call` parts). Only then is it read a second time.
+        Ok((_, messages)) if messages.iter().all(|m| m.tool_calls().next().is_none()) => {
+            let doc = serde_json::from_str::<Value>(text.trim()).ok();
+            return match doc.as_ref().and_then(vercel_ai::messages) {
+                Some(list) => Ok(FileRuns::one(vercel_ai::read(list)?)),
+                None => Ok(FileRuns::one(messages)),
+            };
+        }
         Ok((_, messages)) => return Ok(FileRuns::one(messages)),
         Err(e) => e,
     };
@@ -249,6 +259,9 @@ fn chat_or_results(text: &str) -> Result<FileRuns, String> {
     }
     if let Some(list) = langchain::messages(&doc) {
         return Ok(FileRuns::one(langchain::read(list)?));
+    }
+    if let Some(list) = vercel_ai::messages(&doc) {
+        return Ok(FileRuns::one(vercel_ai::read(list)?));
     }
     // Responses API items in one array (the OpenAI Agents SDK's `to_input_list()`), as a Codex
     // rollout holds them.

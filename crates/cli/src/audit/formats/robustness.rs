@@ -72,6 +72,12 @@ const KEYS: &[&str] = &[
     "additional_kwargs",
     "invalid_tool_calls",
     "status",
+    "parts",
+    "toolCallId",
+    "toolName",
+    "state",
+    "toolInvocation",
+    "value",
 ];
 const WORDS: &[&str] = &[
     "user",
@@ -101,6 +107,11 @@ const WORDS: &[&str] = &[
     "human",
     "ai",
     "AIMessage",
+    "tool-call",
+    "tool-result",
+    "step-start",
+    "error-text",
+    "output-error",
     "a",
     "",
 ];
@@ -203,6 +214,13 @@ fn shaped(format: usize, v: &[Value]) -> String {
             {"type": "function", "content": v[10], "name": v[11]},
         ]})
         .to_string(),
+        13 => json!({"messages": [
+            {"role": "user", "parts": v[0]},
+            {"role": "assistant", "parts": [{"type": "step-start"}, {"type": v[1], "toolCallId": v[2], "state": v[3], "input": v[4], "output": v[5]}, v[6]]},
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": v[7], "toolName": v[8], "input": v[9]}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": v[7], "output": v[10], "result": v[11]}]},
+        ]})
+        .to_string(),
         _ => json!({"messages": [
             {"role": "user", "content": v[0]},
             {"role": v[1], "content": v[2], "tool_calls": v[3], "tool_call_id": v[4]},
@@ -231,7 +249,7 @@ proptest! {
     /// Every format's shape, with anything in its fields, is read or refused: never a panic.
     #[test]
     fn no_log_of_a_known_shape_makes_its_reader_panic(
-        format in 0usize..13,
+        format in 0usize..14,
         values in prop::collection::vec(json(), 12),
     ) {
         // What a reader returns goes through the whole replay too (guards, budgets, the
