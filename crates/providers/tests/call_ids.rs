@@ -116,3 +116,20 @@ fn an_anthropic_request_declaring_no_tools_carries_calls_and_results_as_text() {
     let text = body.to_string();
     assert!(text.contains("[called read: {}]") && text.contains("[tool result: third]"), "{text}");
 }
+
+#[test]
+fn an_anthropic_request_drops_text_blocks_of_whitespace_only() {
+    // The API refuses them ("text content blocks must contain non-whitespace text"); a
+    // model's blank reply echoed back is the usual source.
+    let messages =
+        [Message::user("go"), Message::assistant("  \n"), Message::user("  "), Message::user("on")];
+    let body = looprail_providers::anthropic::request_body("m", &request(&messages), 1024, false);
+    let turns = body["messages"].as_array().unwrap();
+    let texts: Vec<&str> = turns
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["go", "on"]);
+    assert_eq!(turns.len(), 1, "what is left of the turns merges into one user turn");
+}

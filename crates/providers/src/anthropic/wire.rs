@@ -31,7 +31,9 @@ fn blocks(message: &Message, ids: &WireIds, tools_declared: bool) -> Vec<Value> 
         .content
         .iter()
         .filter_map(|part| match part {
-            ContentPart::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+            ContentPart::Text { text } if !text.trim().is_empty() => {
+                Some(json!({"type": "text", "text": text}))
+            }
             ContentPart::Text { .. } => None,
             ContentPart::Image { media_type, source } => Some(image_block(media_type, source)),
             ContentPart::ToolUse(call) if !tools_declared => {
