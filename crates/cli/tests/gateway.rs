@@ -45,7 +45,7 @@ fn spawn_gateway(command: &mut Command) -> (Child, BufReader<ChildStderr>, Strin
 async fn a_looping_client_gets_a_final_answer_and_the_audit_reads_its_recording() {
     let dir = temp_dir("gateway");
     let upstream = FakeServer::responding(|body| {
-        let message = if body["tools"].is_array() {
+        let message = if body["tools"].is_array() && body["tool_choice"] != "none" {
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"report\"}"}}]})
         } else {
             json!({"role": "assistant", "content": "I searched for the report repeatedly and found nothing; where should I look?"})
