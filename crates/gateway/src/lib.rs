@@ -45,6 +45,8 @@ mod passthrough;
 pub mod record;
 pub mod relay;
 pub mod request;
+pub mod response_chain;
+mod responses_route;
 mod server;
 pub mod upstream;
 pub mod wire;

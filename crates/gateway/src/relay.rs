@@ -14,6 +14,9 @@ pub struct Reader {
     parser: Box<dyn SseParser>,
     buffer: Vec<u8>,
     done: Option<Result<ModelResponse, String>>,
+    /// On the Responses API, the whole response its terminal event carried.
+    response: Option<serde_json::Value>,
+    api: Api,
 }
 
 impl Reader {
@@ -24,7 +27,7 @@ impl Reader {
             Api::Anthropic => Box::new(looprail_providers::anthropic::EventParser::new(model)),
             Api::Responses => Box::new(crate::wire::responses::StreamParser::new(model)),
         };
-        Self { parser, buffer: Vec::new(), done: None }
+        Self { parser, buffer: Vec::new(), done: None, response: None, api }
     }
 
     /// Reads the next bytes of the stream.
@@ -46,10 +49,21 @@ impl Reader {
             if data.is_empty() {
                 continue;
             }
-            if let Step::Done(result) = self.parser.event(&name, &data.join("\n")) {
+            let data = data.join("\n");
+            if self.api == Api::Responses && is_terminal_response(&name, &data) {
+                let event: Option<serde_json::Value> = serde_json::from_str(&data).ok();
+                self.response = event.and_then(|mut e| e.get_mut("response").map(serde_json::Value::take));
+            }
+            if let Step::Done(result) = self.parser.event(&name, &data) {
                 self.done = Some(result.map_err(|e| e.to_string()));
             }
         }
+    }
+
+    /// On the Responses API, the whole response the stream's terminal event carried (its
+    /// output items are what a client continuing it by id had).
+    pub fn take_response(&mut self) -> Option<serde_json::Value> {
+        self.response.take()
     }
 
     /// True once the stream's terminal event was read.
@@ -64,6 +78,16 @@ impl Reader {
             Some(result) => result,
             None => self.parser.end_of_body().map_err(|e| e.to_string()),
         }
+    }
+}
+
+/// Whether a Responses stream event is the one holding the whole response (named by its
+/// `event:` line, or by its data's type when it has none).
+fn is_terminal_response(name: &str, data: &str) -> bool {
+    match name {
+        "response.completed" | "response.incomplete" => true,
+        "" => data.contains("\"response.completed\"") || data.contains("\"response.incomplete\""),
+        _ => false,
     }
 }
 

@@ -18,6 +18,7 @@ use crate::compaction::{self, Plan, Summary};
 use crate::conversation::{ConversationState, Verdict, final_instruction};
 use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::request::Request;
+use crate::response_chain::{Link, Start, plausible_id, response_key};
 use crate::upstream::Call;
 use crate::wire::Api;
 use crate::{Gateway, passthrough};
@@ -30,7 +31,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
-        .route("/v1/responses", post(responses))
+        .route("/v1/responses", post(crate::responses_route::responses))
         .route("/v1/models", get(passthrough::models))
         .route("/v1/models/{model}", get(passthrough::model))
         .route("/v1/messages/count_tokens", post(passthrough::count_tokens))
@@ -60,57 +61,11 @@ pub(crate) fn json(status: u16, body: &Value, run: Option<&str>) -> Response<Bod
 }
 
 async fn openai(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    gateway.handle(Api::OpenAi, "/v1/chat/completions", &headers, body).await
+    gateway.handle(Api::OpenAi, "/v1/chat/completions", &headers, body, None).await
 }
 
 async fn anthropic(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    gateway.handle(Api::Anthropic, "/v1/messages", &headers, body).await
-}
-
-/// `POST /v1/responses`. The gateway guards a conversation it can read whole: a request that
-/// continues one stored upstream (`previous_response_id`, `conversation`) is refused, saying so;
-/// a plain string `input` is one user message, as the API reads it.
-async fn responses(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    let api = Api::Responses;
-    if !gateway.authorized(&headers) {
-        return refused(api);
-    }
-    // Skimmed, not read into a tree: only a string `input` makes the body be rewritten.
-    #[derive(serde::Deserialize)]
-    struct Shape<'a> {
-        #[serde(borrow, default)]
-        previous_response_id: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        conversation: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        input: Option<&'a serde_json::value::RawValue>,
-    }
-    let Ok(shape) = serde_json::from_slice::<Shape<'_>>(&body) else {
-        return json(400, &api.error("invalid_request_error", "the body is not a JSON object"), None);
-    };
-    let given = |field: Option<&serde_json::value::RawValue>| field.is_some_and(|v| v.get() != "null");
-    let stored = [("previous_response_id", shape.previous_response_id), ("conversation", shape.conversation)]
-        .into_iter()
-        .find_map(|(key, field)| given(field).then_some(key));
-    if let Some(key) = stored {
-        let message = format!(
-            "the looprail gateway guards whole conversations: send the full `input` instead of `{key}` (store: false)"
-        );
-        return json(400, &api.error("invalid_request_error", &message), None);
-    }
-    let body = match shape.input {
-        // Only then is the body read whole.
-        Some(input) if input.get().starts_with('"') => match serde_json::from_slice::<Value>(&body) {
-            Ok(Value::Object(mut request)) => {
-                let text = request.remove("input").unwrap_or_default();
-                request.insert("input".to_owned(), serde_json::json!([{ "role": "user", "content": text }]));
-                Bytes::from(Value::Object(request).to_string())
-            }
-            _ => body,
-        },
-        _ => body,
-    };
-    gateway.handle(api, "/v1/responses", &headers, body).await
+    gateway.handle(Api::Anthropic, "/v1/messages", &headers, body, None).await
 }
 
 impl Gateway {
@@ -201,7 +156,8 @@ impl Gateway {
         ErrorPatterns::default().classify(&mut new);
         // Anthropic's system prompt comes apart from the messages: recorded once, first.
         let system = Some(system).filter(|s| from == 0 && !s.is_empty()).map(Message::system);
-        Ok(Done { api, state, new, starts, from, len, tools, head, last: hashes.first().copied(), system })
+        let last = hashes.first().copied();
+        Ok(Done { api, state, new, starts, from, len, tools, head, last, system, link: None })
     }
 
     /// Compacts the request when it passes the threshold (and compaction is on): the summary
@@ -258,6 +214,7 @@ impl Gateway {
         path: &str,
         headers: &HeaderMap,
         raw: Bytes,
+        chain: Option<Start>,
     ) -> Response<Body> {
         if !self.authorized(headers) {
             return refused(api);
@@ -270,6 +227,7 @@ impl Gateway {
             Ok(done) => done,
             Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
         };
+        done.link = chain.and_then(|start| start.link(done.from, &raw));
         let verdict = self.gate.observe_new(&mut done.state, &done.new, done.len, &done.tools, now_ms());
         let stream = request.stream;
         let relay = stream && matches!(verdict, Verdict::Forward { .. });
@@ -313,7 +271,7 @@ impl Gateway {
         let response = match self.upstream.open(&call, outgoing).await {
             Ok(response) => response,
             Err(answer) => {
-                self.save(&done.state, None).await;
+                self.save(&done.state, None, None).await;
                 return json(answer.status, &answer.body, Some(&done.state.id));
             }
         };
@@ -328,7 +286,8 @@ impl Gateway {
         let answer = crate::upstream::read_json(api, response).await;
         let id = done.state.id.clone();
         let (input, output) = api.usage(&answer);
-        self.finish(done, api.reply_message(&answer), input, output).await;
+        let outcome = Replied::of(api, &answer);
+        self.finish(done, api.reply_message(&answer), (input, output), outcome).await;
         if stream {
             reply(200, "text/event-stream", api.to_stream(&answer, include_usage), Some(&id))
         } else {
@@ -362,7 +321,7 @@ impl Gateway {
                 }
                 Some(Err(e)) => {
                     let api = done.api;
-                    gateway.save(&done.state, None).await;
+                    gateway.save(&done.state, None, None).await;
                     Some((
                         Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
                         (upstream, None),
@@ -381,23 +340,26 @@ impl Gateway {
 
     /// Ends a relayed stream: stores what the reply it carried changed, or, when it ended early,
     /// only the state.
-    async fn complete(&self, reader: crate::relay::Reader, done: Done) {
+    async fn complete(&self, mut reader: crate::relay::Reader, done: Done) {
+        let response = reader.take_response();
         match reader.finish() {
             Ok(reply) => {
-                let (input, output) = crate::relay::usage_of(&reply);
-                self.finish(done, Some(crate::relay::message_of(&reply)), input, output).await;
+                let usage = crate::relay::usage_of(&reply);
+                let outcome = response.map_or_else(Replied::default, |r| Replied::of(done.api, &r));
+                self.finish(done, Some(crate::relay::message_of(&reply)), usage, outcome).await;
             }
             Err(e) => {
                 tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
-                self.save(&done.state, None).await;
+                self.save(&done.state, None, None).await;
             }
         }
     }
 
     /// Counts a reply's tokens, records the new messages and the reply, and stores the state
     /// with the fingerprint of the history the client now has.
-    async fn finish(&self, done: Done, reply: Option<Message>, input: u64, output: u64) {
-        let Done { mut state, new, starts, from, len, head, last, system, .. } = done;
+    async fn finish(&self, done: Done, reply: Option<Message>, usage: (u64, u64), replied: Replied) {
+        let (input, output) = usage;
+        let Done { mut state, new, starts, from, len, head, last, system, link, .. } = done;
         self.gate.replied(&mut state, input, output);
         let fingerprint = reply.as_ref().map(|reply| {
             identity::anchor(head, len + 1, last, identity::message_hash(std::slice::from_ref(reply)))
@@ -417,15 +379,24 @@ impl Gateway {
                 }
             }
         }
-        self.save(&state, fingerprint).await;
+        // A Responses reply the client may continue by its id: what it added is kept.
+        let kept = match (link, replied.id, replied.items) {
+            (Some(mut link), Some(id), Some(items)) => {
+                link.items.extend(items);
+                Some((response_key(&id), serde_json::to_value(link).unwrap_or_default()))
+            }
+            _ => None,
+        };
+        self.save(&state, fingerprint, kept).await;
     }
 
-    /// Stores the state and the fingerprint of the history the client now has, in one
-    /// transaction.
-    async fn save(&self, state: &ConversationState, fingerprint: Option<u64>) {
+    /// Stores the state, the fingerprint of the history the client now has and `kept` (a
+    /// response's link), in one transaction.
+    async fn save(&self, state: &ConversationState, fingerprint: Option<u64>, kept: Option<(String, Value)>) {
         let mut entries =
             vec![(identity::state_key(&state.id), serde_json::to_value(state).unwrap_or_default())];
         entries.extend(fingerprint.map(|f| (identity::prefix_key(f), serde_json::json!({ "id": state.id }))));
+        entries.extend(kept);
         if let Err(e) = self.store.save_journals(&entries).await {
             tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation state not saved");
         }
@@ -460,6 +431,28 @@ struct Done {
     last: Option<u64>,
     /// The system prompt given apart from the messages, when it is recorded now.
     system: Option<Message>,
+    /// What a Responses request adds to its chain, when one is kept.
+    link: Option<Link>,
+}
+
+/// What a complete reply says of itself for its chain: its id and, on the Responses API, its
+/// output items.
+#[derive(Default)]
+struct Replied {
+    id: Option<String>,
+    items: Option<Vec<Value>>,
+}
+
+impl Replied {
+    fn of(api: Api, response: &Value) -> Self {
+        if api != Api::Responses {
+            return Self::default();
+        }
+        Self {
+            id: response["id"].as_str().filter(|id| plausible_id(id)).map(str::to_owned),
+            items: response["output"].as_array().cloned(),
+        }
+    }
 }
 
 pub(crate) fn refused(api: Api) -> Response<Body> {

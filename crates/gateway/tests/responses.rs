@@ -127,11 +127,28 @@ async fn a_stream_is_relayed_and_odd_requests_are_answered_in_the_apis_format() 
     // A string input went upstream as one user message.
     let seen = upstream.requests();
     assert_eq!(seen[0].body["input"], json!([{"role": "user", "content": "Say hello"}]));
-    // A stored conversation the gateway cannot read whole is refused, saying what to send.
+    // Continuing the relayed response by its id: the upstream gets the conversation whole.
     let (status, body, _) =
-        post(&gw, &json!({"model": "gpt-x", "input": [], "previous_response_id": "resp_s"})).await;
-    assert_eq!(status, 400);
-    assert!(body["error"]["message"].as_str().unwrap().contains("previous_response_id"), "{body}");
+        post(&gw, &json!({"model": "gpt-x", "input": "And again", "previous_response_id": "resp_s"})).await;
+    assert_eq!(status, 200, "{body}");
+    let continued = &upstream.requests()[1].body;
+    assert!(continued.get("previous_response_id").is_none(), "{continued}");
+    let relayed_output = serde_json::from_str::<Value>(events[4].split("data: ").nth(1).unwrap().trim())
+        .unwrap()["response"]["output"][0]
+        .clone();
+    assert_eq!(
+        continued["input"],
+        json!([{"role": "user", "content": "Say hello"}, relayed_output, {"role": "user", "content": "And again"}])
+    );
+    // An id it never relayed, and a conversation stored upstream, are refused, saying why.
+    for stored in [json!({"previous_response_id": "resp_elsewhere"}), json!({"conversation": "conv_1"})] {
+        let mut request = json!({"model": "gpt-x", "input": "hi"});
+        request.as_object_mut().unwrap().extend(stored.as_object().unwrap().clone());
+        let (status, body, _) = post(&gw, &request).await;
+        assert_eq!(status, 400);
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("previous_response_id") || message.contains("conversation"), "{body}");
+    }
     let (status, body, _) = post(&gw, &json!({"model": "gpt-x", "input": 7})).await;
     assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
     // A body that is no object, even one whose third element is a string, is refused, not read.
@@ -139,5 +156,61 @@ async fn a_stream_is_relayed_and_odd_requests_are_answered_in_the_apis_format() 
         let (status, body, _) = post(&gw, &odd).await;
         assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")), "{odd}");
     }
-    assert_eq!(upstream.requests().len(), 1, "neither reached the upstream");
+    assert_eq!(upstream.requests().len(), 2, "no refused request reached the upstream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_client_continuing_by_response_id_is_guarded_as_one_conversation() {
+    // The conversation-state style of the API: each request sends only its new items and names
+    // the response before. The gateway keeps each response's items and sends the upstream the
+    // whole conversation, so the ladder sees the loop across requests.
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let upstream = FakeServer::responding({
+        let counter = std::sync::Arc::clone(&counter);
+        move |request| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if request.get("tools").is_some() && request["tool_choice"] != "none" {
+                Reply::json(200, &search_again(n))
+            } else {
+                Reply::json(200, &answer())
+            }
+        }
+    })
+    .await;
+    let gw = start(&upstream.url).await;
+    let tools = json!([{"type": "function", "name": "search", "parameters": {"type": "object"}}]);
+    let mut body =
+        json!({"model": "gpt-x", "instructions": "You search.", "input": "Find the report", "tools": tools});
+    let mut runs = Vec::new();
+    let mut concluded = false;
+    for _ in 0..20 {
+        let (status, response, run) = post(&gw, &body).await;
+        assert_eq!(status, 200, "{response}");
+        runs.push(run.unwrap());
+        let output = response["output"].as_array().unwrap();
+        if output.iter().all(|item| item["type"] == "message") {
+            concluded = true;
+            break;
+        }
+        let call = output[0]["call_id"].clone();
+        body = json!({"model": "gpt-x", "instructions": "You search.", "tools": tools, "previous_response_id": response["id"],
+            "input": [{"type": "function_call_output", "call_id": call, "output": "no results"}]});
+    }
+    assert!(concluded, "the loop is ended with a final answer");
+    assert!(runs.windows(2).all(|w| w[0] == w[1]), "one conversation throughout: {runs:?}");
+    let seen = upstream.requests();
+    assert!(seen.iter().all(|r| r.body.get("previous_response_id").is_none()), "the upstream gets it whole");
+    let lengths: Vec<usize> = seen.iter().map(|r| r.body["input"].as_array().unwrap().len()).collect();
+    assert!(lengths.windows(2).all(|w| w[1] > w[0]), "each request carries all before it: {lengths:?}");
+    let last = &seen.last().unwrap().body;
+    assert_eq!(last["tool_choice"], "none", "concluded with no tool to call");
+
+    // With `store: false` nothing is kept, so nothing can be continued by its id.
+    let (status, response, _) =
+        post(&gw, &json!({"model": "gpt-x", "input": "Find it", "tools": tools, "store": false})).await;
+    assert_eq!(status, 200);
+    let next =
+        json!({"model": "gpt-x", "previous_response_id": response["id"], "input": "go on", "store": false});
+    let (status, body, _) = post(&gw, &next).await;
+    assert_eq!(status, 400, "{body}");
 }

@@ -235,6 +235,30 @@ async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_agent_continuing_by_response_id_gets_a_final_answer() {
+    // The SDK's `previous_response_id` style: the gateway keeps each response's items and
+    // sends the upstream the whole conversation, so its guards see the loop.
+    let Some(python) = python() else { return };
+    for stream in [false, true] {
+        let (upstream, _) = upstream(Api::Responses, false).await;
+        let gw = gateway(&temp_store("chained"), &upstream.url, LoopConfig::default(), 0).await;
+        let task = format!("find the report (chained, stream {stream})");
+        let extra: &[&str] = if stream { &["stream", "chained"] } else { &["chained"] };
+        let result = agent(&python, "agent_responses.py", &format!("{}/v1", gw.url), &task, extra).await;
+        assert_ended(&result, &task);
+        let seen = upstream.requests();
+        assert!(
+            seen.iter().all(|r| r.body.get("previous_response_id").is_none()),
+            "the upstream got it whole"
+        );
+        let last = &seen.last().unwrap().body;
+        assert!(last["input"].as_array().unwrap().len() > 3, "the whole conversation: {last}");
+        assert!(!may_call_tools(last), "the final answer was asked for with no tool to call");
+        gw.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_call_budget_ends_the_loop_with_no_further_tool_turns() {
     let Some(python) = python() else { return };
     let (upstream, _) = upstream(Api::OpenAi, false).await;

@@ -2,8 +2,8 @@
 //! `input`, a list of items (`message`; `function_call`, `custom_tool_call` and
 //! `local_shell_call` with their outputs by `call_id`; `reasoning` and others the guards do not
 //! read), after `instructions`. A reply's
-//! `output` is items too. The gateway reads whole conversations, so a request continuing a
-//! stored one (`previous_response_id`) is refused before it gets here.
+//! `output` is items too. The gateway reads whole conversations: a request continuing a
+//! response by its id is made whole before it gets here ([`crate::response_chain`]).
 
 use looprail_loop_core::message::{Message, ToolCall};
 use looprail_loop_core::transcript::responses::{item_messages, push_item};

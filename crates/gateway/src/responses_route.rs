@@ -1,0 +1,110 @@
+//! `POST /v1/responses`: a request is made whole before the gateway's common handling. The
+//! guards read whole conversations, so a request continuing a response the gateway relayed
+//! (`previous_response_id`) gets its conversation back from the kept chain
+//! ([`crate::response_chain`]) and goes upstream whole; a plain string `input` is one user
+//! message, as the API reads it. A conversation stored upstream by the Conversations API
+//! (`conversation`) cannot be read and is refused, saying so.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Response};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::Gateway;
+use crate::response_chain::{self, Start};
+use crate::server::{json as reply_json, refused};
+use crate::wire::Api;
+
+/// The fields read before anything else: skimmed, not read into a tree.
+#[derive(serde::Deserialize)]
+struct Shape<'a> {
+    #[serde(borrow, default)]
+    previous_response_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    conversation: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    store: Option<&'a RawValue>,
+}
+
+fn given(field: Option<&RawValue>) -> bool {
+    field.is_some_and(|v| v.get() != "null")
+}
+
+/// A request's `input` as a list of items (a string is one user message).
+fn input_items(input: Option<Value>) -> Vec<Value> {
+    match input {
+        Some(Value::Array(items)) => items,
+        Some(Value::String(text)) => vec![json!({ "role": "user", "content": text })],
+        _ => Vec::new(),
+    }
+}
+
+/// The handler.
+pub(crate) async fn responses(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    let api = Api::Responses;
+    if !gateway.authorized(&headers) {
+        return refused(api);
+    }
+    let bad = |message: &str| reply_json(400, &api.error("invalid_request_error", message), None);
+    let Ok(shape) = serde_json::from_slice::<Shape<'_>>(&body) else {
+        return bad("the body is not a JSON object");
+    };
+    if given(shape.conversation) {
+        return bad("the looprail gateway guards whole conversations: send the full `input` (or a \
+             `previous_response_id` of a response it relayed) instead of `conversation`");
+    }
+    // `store: false`: the client asked that nothing be kept, and the gateway keeps no chain.
+    let keep = shape.store.is_none_or(|v| v.get() != "false");
+    let continued = given(shape.previous_response_id);
+    let string_input = shape.input.is_some_and(|i| i.get().starts_with('"'));
+    if !continued && !string_input {
+        let start = keep.then_some(Start::Whole);
+        return gateway.handle(api, "/v1/responses", &headers, body, start).await;
+    }
+    // Only now is the body read whole.
+    let Ok(Value::Object(mut request)) = serde_json::from_slice::<Value>(&body) else {
+        return bad("the body is not a JSON object");
+    };
+    let items = input_items(request.remove("input"));
+    let start = if continued {
+        let previous = match request.remove("previous_response_id") {
+            Some(Value::String(id)) if response_chain::plausible_id(&id) => id,
+            _ => return bad("`previous_response_id` must be a response id"),
+        };
+        let earlier = match gateway.response_items(&previous).await {
+            Ok(Some(earlier)) => earlier,
+            Ok(None) => {
+                return bad(&format!(
+                    "`previous_response_id` {previous} is not a response this gateway relayed with \
+                     `store` on: send the whole `input` instead"
+                ));
+            }
+            Err(e) => return bad(&e),
+        };
+        let whole: Vec<Value> = earlier.into_iter().chain(items.iter().cloned()).collect();
+        request.insert("input".to_owned(), Value::Array(whole));
+        keep.then_some(Start::After { previous, items })
+    } else {
+        request.insert("input".to_owned(), Value::Array(items));
+        keep.then_some(Start::Whole)
+    };
+    let body = Bytes::from(Value::Object(request).to_string());
+    gateway.handle(api, "/v1/responses", &headers, body, start).await
+}
+
+impl Gateway {
+    /// The items of the conversation up to response `id`, from the kept chain.
+    async fn response_items(&self, id: &str) -> Result<Option<Vec<Value>>, String> {
+        response_chain::items(id, |key| async move { self.store.load_journal(&key).await.ok().flatten() })
+            .await
+    }
+}
