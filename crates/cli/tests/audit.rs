@@ -616,3 +616,55 @@ fn vercel_ai_sdk_model_and_ui_messages_are_read() {
     assert_eq!(calls[1], ("ui-messages.json".to_owned(), 1, None));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_claude_code_sub_agents_own_file_is_a_run_at_its_path_and_its_sidecar_no_log() {
+    // Claude Code 2.1.2+: `<project>/<session>.jsonl`, and each sub-agent's lines in
+    // `<project>/<session>/subagents/agent-<id>.jsonl` with an `agent-<id>.meta.json` beside it.
+    let dir = std::env::temp_dir().join(format!("looprail-audit-subagents-{}", std::process::id()));
+    let agents = dir.join("s1").join("subagents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let line = |v: serde_json::Value| v.to_string();
+    let main = [
+        line(
+            serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null, "isSidechain": false, "sessionId": "s1",
+            "message": {"role": "user", "content": "Find the bug"}}),
+        ),
+        line(
+            serde_json::json!({"type": "assistant", "uuid": "u2", "parentUuid": "u1", "isSidechain": false, "sessionId": "s1",
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_t", "name": "Task", "input": {"prompt": "look"}}]}}),
+        ),
+        line(
+            serde_json::json!({"type": "user", "uuid": "u3", "parentUuid": "u2", "isSidechain": false, "sessionId": "s1",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t", "content": "found it"}]}}),
+        ),
+    ];
+    std::fs::write(dir.join("s1.jsonl"), main.join("\n")).unwrap();
+    let mut sub =
+        vec![line(serde_json::json!({"type": "user", "uuid": "a1", "parentUuid": null, "isSidechain": true,
+        "agentId": "a7", "sessionId": "s1", "message": {"role": "user", "content": "look"}}))];
+    for i in 0..3 {
+        sub.push(line(serde_json::json!({"type": "assistant", "uuid": format!("b{i}"), "parentUuid": "a1", "isSidechain": true,
+            "agentId": "a7", "sessionId": "s1", "message": {"id": format!("m{i}"), "role": "assistant",
+            "content": [{"type": "tool_use", "id": format!("toolu_{i}"), "name": "Grep", "input": {"pattern": format!("bug{i}")}}]}})));
+        sub.push(line(serde_json::json!({"type": "user", "uuid": format!("c{i}"), "parentUuid": format!("b{i}"), "isSidechain": true,
+            "agentId": "a7", "sessionId": "s1", "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{i}"), "content": "match"}]}})));
+    }
+    std::fs::write(agents.join("agent-a7.jsonl"), sub.join("\n")).unwrap();
+    std::fs::write(agents.join("agent-a7.meta.json"), r#"{"agentType":"general-purpose","spawnDepth":1}"#)
+        .unwrap();
+    let report = audit(&[dir.display().to_string()]);
+    assert!(report["errors"].as_array().unwrap().is_empty(), "the sidecar is no log: {report}");
+    let mut runs: Vec<(String, u64)> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap().to_owned(), r["tool_calls"].as_u64().unwrap()))
+        .collect();
+    runs.sort();
+    let expected = [(dir.join("s1.jsonl"), 1), (agents.join("agent-a7.jsonl"), 3)];
+    let expected: Vec<(String, u64)> = expected.iter().map(|(p, n)| (p.display().to_string(), *n)).collect();
+    assert_eq!(runs, expected);
+    let _ = std::fs::remove_dir_all(dir);
+}

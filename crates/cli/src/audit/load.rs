@@ -53,10 +53,18 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<(PathBuf, String)
             walk(&path, files, errors);
         } else if file_type.is_file()
             && path.extension().is_some_and(|e| e == "json" || e == "jsonl" || e == "traj")
+            && !is_sidecar(&path)
         {
             files.push(path);
         }
     }
+}
+
+/// Whether `path` is the metadata beside a log of the same name (`X.meta.json` next to
+/// `X.jsonl`: Claude Code's `agent-<id>.meta.json` holds a sub-agent's type, no conversation).
+fn is_sidecar(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    name.strip_suffix(".meta.json").is_some_and(|stem| path.with_file_name(format!("{stem}.jsonl")).is_file())
 }
 
 /// `text` without a last line cut short: a JSONL log still being written (a live Claude Code

@@ -12,8 +12,10 @@
 //! harness adds, such as a local command's caveat) count as context but are no user turns.
 //!
 //! Sub-agent (Task) conversations are kept apart from the main one: in the stream by their
-//! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each chain named by
-//! its first message's uuid. A branch a rewind abandoned is a conversation of its own
+//! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each named
+//! `agent-<agentId>` where its lines carry one, else by its chain's first uuid. Since version
+//! 2.1.2 a sub-agent's lines are a file of their own (`<session>/subagents/agent-<id>.jsonl`):
+//! that file is one run. A branch a rewind abandoned is a conversation of its own
 //! ([`claude_code_branches`](super::claude_code_branches)).
 
 use std::collections::{HashMap, HashSet};
@@ -69,6 +71,10 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
     found
 }
 
+fn sidechain(line: &Value) -> bool {
+    line.get("isSidechain").and_then(Value::as_bool).unwrap_or(false)
+}
+
 /// The conversations of the given lines, main first, in order of appearance.
 fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
     let mut order: Vec<Option<String>> = vec![None];
@@ -93,7 +99,10 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
         let Some(message) = line.get("message") else { continue };
         let key = if let Some(parent) = line.get("parent_tool_use_id").and_then(Value::as_str) {
             Some(parent.to_owned())
-        } else if line.get("isSidechain").and_then(Value::as_bool).unwrap_or(false) {
+        } else if let Some(agent) = line.get("agentId").and_then(Value::as_str).filter(|_| sidechain(line)) {
+            // Newer versions name each sub-agent.
+            Some(format!("agent-{agent}"))
+        } else if sidechain(line) {
             let uuid = line.get("uuid").and_then(Value::as_str).unwrap_or_default().to_owned();
             let parent = line.get("parentUuid").and_then(Value::as_str).unwrap_or_default();
             let chain = chain_of.get(parent).cloned().unwrap_or_else(|| uuid.clone());

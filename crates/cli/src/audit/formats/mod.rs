@@ -334,7 +334,13 @@ fn agent_jsonl(text: &str) -> Result<Option<FileRuns>, String> {
         return Ok(Some(FileRuns::single(run)));
     }
     if claude_code::detect(&lines) {
-        let conversations = claude_code::conversations(&lines).into_iter().map(|conversation| {
+        let mut found = claude_code::conversations(&lines);
+        // A sub-agent's own file (Claude Code 2.1.2+ writes `<session>/subagents/agent-<id>.jsonl`,
+        // every line a sidechain): one run, the file's.
+        if let [only] = found.as_mut_slice() {
+            only.key = None;
+        }
+        let conversations = found.into_iter().map(|conversation| {
             let key = conversation.key;
             let name = key.as_deref().map_or_else(|| "the main conversation".to_owned(), |k| format!("#{k}"));
             let messages = read_chat(conversation.messages).map_err(|e| format!("{name}: {e}"))?;
