@@ -36,11 +36,12 @@ fn given(field: Option<&RawValue>) -> bool {
 }
 
 /// A request's `input` as a list of items (a string is one user message).
-fn input_items(input: Option<Value>) -> Vec<Value> {
+fn input_items(input: Option<Value>) -> Result<Vec<Value>, &'static str> {
     match input {
-        Some(Value::Array(items)) => items,
-        Some(Value::String(text)) => vec![json!({ "role": "user", "content": text })],
-        _ => Vec::new(),
+        Some(Value::Array(items)) => Ok(items),
+        Some(Value::String(text)) => Ok(vec![json!({ "role": "user", "content": text })]),
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(_) => Err("`input` must be a list of items or a string"),
     }
 }
 
@@ -74,7 +75,10 @@ pub(crate) async fn responses(
     let Ok(Value::Object(mut request)) = serde_json::from_slice::<Value>(&body) else {
         return bad("the body is not a JSON object");
     };
-    let items = input_items(request.remove("input"));
+    let items = match input_items(request.remove("input")) {
+        Ok(items) => items,
+        Err(e) => return bad(e),
+    };
     let start = if continued {
         let previous = match request.remove("previous_response_id") {
             Some(Value::String(id)) if response_chain::plausible_id(&id) => id,

@@ -149,8 +149,17 @@ async fn a_stream_is_relayed_and_odd_requests_are_answered_in_the_apis_format() 
         let message = body["error"]["message"].as_str().unwrap();
         assert!(message.contains("previous_response_id") || message.contains("conversation"), "{body}");
     }
-    let (status, body, _) = post(&gw, &json!({"model": "gpt-x", "input": 7})).await;
-    assert_eq!((status, body["error"]["type"].as_str()), (400, Some("invalid_request_error")));
+    for odd_input in [
+        json!({"model": "gpt-x", "input": 7}),
+        json!({"model": "gpt-x", "input": 7, "previous_response_id": "resp_s"}),
+    ] {
+        let (status, body, _) = post(&gw, &odd_input).await;
+        assert_eq!(
+            (status, body["error"]["type"].as_str()),
+            (400, Some("invalid_request_error")),
+            "{odd_input}"
+        );
+    }
     // A body that is no object, even one whose third element is a string, is refused, not read.
     for odd in [json!([null, null, "hi"]), json!("hi"), json!([])] {
         let (status, body, _) = post(&gw, &odd).await;
