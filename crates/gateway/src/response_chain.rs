@@ -7,6 +7,10 @@
 //!
 //! Nothing is kept for a request with `store: false` (the client asked for no storage), nor for
 //! a request continuing a conversation it sent whole (the chain would repeat the history).
+//!
+//! A link also names up to [`EARLIER_KEPT`] responses before its previous one, so a chain of
+//! `n` responses is read back in about `n / 64` queries, not `n` (one round trip each on
+//! PostgreSQL).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,8 +25,23 @@ pub fn response_key(id: &str) -> String {
 pub struct Link {
     /// The response it continued (`None` for the first of the chain).
     pub previous: Option<String>,
+    /// The responses before `previous`, nearest first, at most [`EARLIER_KEPT`].
+    #[serde(default)]
+    pub earlier: Vec<String>,
     /// The items the request brought and the response's output items.
     pub items: Vec<Value>,
+}
+
+/// How many responses before its previous one a link names.
+pub const EARLIER_KEPT: usize = 63;
+
+/// A conversation read back from its chain.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chain {
+    /// Its items, oldest first.
+    pub items: Vec<Value>,
+    /// Its responses, nearest first (the one it was read from first).
+    pub ids: Vec<String>,
 }
 
 /// How a Responses request starts its link, decided before the conversation is known.
@@ -32,6 +51,8 @@ pub enum Start {
     After {
         /// The response it named.
         previous: String,
+        /// The responses before `previous`, nearest first (at most [`EARLIER_KEPT`]).
+        earlier: Vec<String>,
         /// Its input items as the client sent them.
         items: Vec<Value>,
     },
@@ -44,14 +65,16 @@ impl Start {
     /// guards had not seen (0 for a new conversation); `body` the request as sent upstream.
     pub fn link(self, from: usize, body: &[u8]) -> Option<Link> {
         match self {
-            Start::After { previous, items } => Some(Link { previous: Some(previous), items }),
+            Start::After { previous, earlier, items } => {
+                Some(Link { previous: Some(previous), earlier, items })
+            }
             Start::Whole if from == 0 => {
                 #[derive(Deserialize)]
                 struct Input {
                     input: Vec<Value>,
                 }
                 let input = serde_json::from_slice::<Input>(body).ok()?.input;
-                Some(Link { previous: None, items: input })
+                Some(Link { previous: None, earlier: Vec::new(), items: input })
             }
             Start::Whole => None,
         }
@@ -66,32 +89,50 @@ pub fn plausible_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
-/// The items of a conversation up to and including response `id`, oldest first, from `load`
-/// (a link by key). `Ok(None)` when the gateway never kept `id`; an error when the chain is
-/// broken or too long.
-pub async fn items<F, Fut>(id: &str, mut load: F) -> Result<Option<Vec<Value>>, String>
+/// The conversation up to and including response `id`, from `load` (the links stored under
+/// the keys it is given, in any order, missing ones left out). `Ok(None)` when the gateway never
+/// kept `id`; an error when the chain is broken or too long.
+pub async fn chain<F, Fut>(id: &str, mut load: F) -> Result<Option<Chain>, String>
 where
-    F: FnMut(String) -> Fut,
-    Fut: std::future::Future<Output = Option<Value>>,
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = Vec<(String, Value)>>,
 {
-    let mut parts: Vec<Vec<Value>> = Vec::new();
-    let mut next = Some(id.to_owned());
-    while let Some(id) = next {
-        if parts.len() >= MAX_CHAIN {
+    let mut ids: Vec<String> = Vec::new();
+    let mut links: Vec<Link> = Vec::new();
+    let mut pending = vec![id.to_owned()];
+    while !pending.is_empty() {
+        if ids.len() + pending.len() > MAX_CHAIN {
             return Err(format!("the conversation before `{id}` is longer than {MAX_CHAIN} responses"));
         }
-        let link = load(response_key(&id)).await.and_then(|v| serde_json::from_value::<Link>(v).ok());
-        let Some(link) = link else {
-            return match parts.is_empty() {
-                true => Ok(None),
-                false => Err(format!("the response `{id}` this conversation continues is no longer kept")),
+        let found = load(pending.iter().map(|id| response_key(id)).collect()).await;
+        for wanted in pending.drain(..) {
+            let key = response_key(&wanted);
+            let link = found
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| serde_json::from_value(v.clone()).ok());
+            let Some(link) = link else {
+                return match ids.is_empty() {
+                    true => Ok(None),
+                    false => {
+                        Err(format!("the response `{wanted}` this conversation continues is no longer kept"))
+                    }
+                };
             };
-        };
-        parts.push(link.items);
-        next = link.previous;
+            ids.push(wanted);
+            links.push(link);
+        }
+        let oldest = links.last().map(|l: &Link| (l.previous.clone(), l.earlier.clone()));
+        pending = oldest
+            .map(|(previous, earlier)| previous.into_iter().chain(earlier).collect())
+            .unwrap_or_default();
     }
-    parts.reverse();
-    Ok(Some(parts.concat()))
+    // Each link's previous is the next one read: a link naming other responses is no chain.
+    if links.iter().zip(ids.iter().skip(1)).any(|(link, next)| link.previous.as_deref() != Some(next)) {
+        return Err(format!("the responses before `{id}` do not form one conversation"));
+    }
+    let items = links.into_iter().rev().flat_map(|link| link.items).collect();
+    Ok(Some(Chain { items, ids }))
 }
 
 #[cfg(test)]
@@ -100,34 +141,58 @@ mod tests {
     use serde_json::json;
     use std::collections::HashMap;
 
-    #[tokio::test]
-    async fn a_chain_reads_back_oldest_first_and_a_gap_is_an_error() {
-        let mut stored = HashMap::new();
-        let link = |previous: Option<&str>, items: Value| {
-            serde_json::to_value(Link {
-                previous: previous.map(str::to_owned),
-                items: items.as_array().unwrap().clone(),
+    /// A store of links as `chain` reads it, counting its queries.
+    struct Links(HashMap<String, Value>, std::cell::Cell<usize>);
+
+    impl Links {
+        /// A chain of `n` responses `r0`..`r{n-1}`, each adding one item `i`, each naming the
+        /// ones before as a gateway writes them.
+        fn of(n: usize) -> Self {
+            let mut stored = HashMap::new();
+            for i in 0..n {
+                let earlier: Vec<String> =
+                    (0..i.saturating_sub(1)).rev().take(EARLIER_KEPT).map(|j| format!("r{j}")).collect();
+                let link = Link {
+                    previous: i.checked_sub(1).map(|j| format!("r{j}")),
+                    earlier,
+                    items: vec![json!(i)],
+                };
+                stored.insert(response_key(&format!("r{i}")), serde_json::to_value(link).unwrap());
+            }
+            Self(stored, std::cell::Cell::new(0))
+        }
+
+        async fn read(&self, id: &str) -> Result<Option<Chain>, String> {
+            chain(id, |keys: Vec<String>| {
+                self.1.set(self.1.get() + 1);
+                let found: Vec<(String, Value)> =
+                    keys.into_iter().filter_map(|k| self.0.get(&k).map(|v| (k, v.clone()))).collect();
+                async move { found }
             })
-            .unwrap()
-        };
-        stored.insert(
-            response_key("r1"),
-            link(None, json!([{"role": "user", "content": "hi"}, {"type": "message", "n": 1}])),
-        );
-        stored.insert(
-            response_key("r2"),
-            link(Some("r1"), json!([{"role": "user", "content": "more"}, {"type": "message", "n": 2}])),
-        );
-        stored.insert(response_key("r4"), link(Some("r3"), json!([])));
-        let load = |key: String| {
-            let found = stored.get(&key).cloned();
-            async move { found }
-        };
-        let all = items("r2", load).await.unwrap().unwrap();
-        let contents: Vec<&Value> = all.iter().map(|i| i.get("content").unwrap_or(&i["n"])).collect();
-        assert_eq!(contents, [&json!("hi"), &json!(1), &json!("more"), &json!(2)]);
-        assert_eq!(items("unknown", load).await, Ok(None));
-        assert!(items("r4", load).await.unwrap_err().contains("r3"), "a broken chain says where");
+            .await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_chain_reads_back_oldest_first_in_few_queries_and_a_gap_is_an_error() {
+        let links = Links::of(300);
+        let read = links.read("r299").await.unwrap().unwrap();
+        assert_eq!(read.items, (0..300).map(|i| json!(i)).collect::<Vec<_>>());
+        assert_eq!(read.ids.first().map(String::as_str), Some("r299"));
+        assert_eq!(read.ids.len(), 300);
+        assert!(links.1.get() <= 1 + 300 / 64 + 1, "{} queries", links.1.get());
+        assert_eq!(links.read("r0").await.unwrap().unwrap().items, [json!(0)]);
+        assert_eq!(links.read("unknown").await, Ok(None));
+
+        let mut gap = Links::of(10);
+        gap.0.remove(&response_key("r4"));
+        assert!(gap.read("r9").await.unwrap_err().contains("r4"), "a broken chain says where");
+        // Links written before `earlier` existed are read one by one, all the same.
+        let mut old = Links::of(5);
+        for link in old.0.values_mut() {
+            link.as_object_mut().unwrap().remove("earlier");
+        }
+        assert_eq!(old.read("r4").await.unwrap().unwrap().items.len(), 5);
     }
 
     #[test]
@@ -135,8 +200,11 @@ mod tests {
         let body = br#"{"model": "m", "input": [{"role": "user", "content": "hi"}]}"#;
         assert_eq!(Start::Whole.link(0, body).unwrap().items.len(), 1);
         assert_eq!(Start::Whole.link(3, body), None);
-        let after =
-            Start::After { previous: "r1".into(), items: vec![json!({"type": "function_call_output"})] };
+        let after = Start::After {
+            previous: "r1".into(),
+            earlier: vec!["r0".into()],
+            items: vec![json!({"type": "function_call_output"})],
+        };
         assert_eq!(after.link(7, body).unwrap().previous.as_deref(), Some("r1"));
         assert!(plausible_id("resp_68a1b2") && !plausible_id("../x y") && !plausible_id(""));
     }

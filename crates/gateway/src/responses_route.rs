@@ -84,8 +84,8 @@ pub(crate) async fn responses(
             Some(Value::String(id)) if response_chain::plausible_id(&id) => id,
             _ => return bad("`previous_response_id` must be a response id"),
         };
-        let earlier = match gateway.response_items(&previous).await {
-            Ok(Some(earlier)) => earlier,
+        let chain = match gateway.response_chain(&previous).await {
+            Ok(Some(chain)) => chain,
             Ok(None) => {
                 return bad(&format!(
                     "`previous_response_id` {previous} is not a response this gateway relayed with \
@@ -94,9 +94,10 @@ pub(crate) async fn responses(
             }
             Err(e) => return bad(&e),
         };
-        let whole: Vec<Value> = earlier.into_iter().chain(items.iter().cloned()).collect();
+        let earlier = chain.ids.into_iter().skip(1).take(response_chain::EARLIER_KEPT).collect();
+        let whole: Vec<Value> = chain.items.into_iter().chain(items.iter().cloned()).collect();
         request.insert("input".to_owned(), Value::Array(whole));
-        keep.then_some(Start::After { previous, items })
+        keep.then_some(Start::After { previous, earlier, items })
     } else {
         request.insert("input".to_owned(), Value::Array(items));
         keep.then_some(Start::Whole)
@@ -106,9 +107,12 @@ pub(crate) async fn responses(
 }
 
 impl Gateway {
-    /// The items of the conversation up to response `id`, from the kept chain.
-    async fn response_items(&self, id: &str) -> Result<Option<Vec<Value>>, String> {
-        response_chain::items(id, |key| async move { self.store.load_journal(&key).await.ok().flatten() })
-            .await
+    /// The conversation up to response `id`, from the kept chain.
+    async fn response_chain(&self, id: &str) -> Result<Option<response_chain::Chain>, String> {
+        response_chain::chain(
+            id,
+            |keys| async move { self.store.load_journals(&keys).await.unwrap_or_default() },
+        )
+        .await
     }
 }
