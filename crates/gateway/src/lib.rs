@@ -40,6 +40,7 @@
 
 pub mod compaction;
 pub mod conversation;
+mod finish;
 pub mod identity;
 mod passthrough;
 pub mod record;

@@ -16,9 +16,10 @@ use serde_json::Value;
 
 use crate::compaction::{self, Plan, Summary};
 use crate::conversation::{ConversationState, Verdict, final_instruction};
+use crate::finish::{Done, Replied};
 use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::request::Request;
-use crate::response_chain::{Link, Start, plausible_id, response_key};
+use crate::response_chain::Start;
 use crate::upstream::Call;
 use crate::wire::Api;
 use crate::{Gateway, passthrough};
@@ -292,165 +293,6 @@ impl Gateway {
             reply(200, "text/event-stream", api.to_stream(&answer, include_usage), Some(&id))
         } else {
             json(200, &answer, Some(&id))
-        }
-    }
-
-    /// Passes the upstream's event stream to the client as it arrives and, when it ends, counts
-    /// the reply it carried and stores the conversation. A stream that breaks ends with the
-    /// API's error event.
-    fn relay(self: &Arc<Self>, done: Done, model: &str, response: reqwest::Response) -> Response<Body> {
-        let id = done.state.id.clone();
-        let reader = crate::relay::Reader::new(done.api, model);
-        let upstream = Box::pin(response.bytes_stream());
-        let start = (upstream, Some((reader, done, Arc::clone(self))));
-        let events = futures_util::stream::unfold(start, |(mut upstream, open)| async move {
-            let (mut reader, done, gateway) = open?;
-            match futures_util::StreamExt::next(&mut upstream).await {
-                Some(Ok(bytes)) => {
-                    reader.feed(&bytes);
-                    if !reader.is_done() {
-                        return Some((
-                            Ok::<Bytes, std::io::Error>(bytes),
-                            (upstream, Some((reader, done, gateway))),
-                        ));
-                    }
-                    // The terminal event: the conversation is stored before the client sees it,
-                    // so its next request already finds it.
-                    gateway.complete(reader, done).await;
-                    Some((Ok(bytes), (upstream, None)))
-                }
-                Some(Err(e)) => {
-                    let api = done.api;
-                    gateway.save(&done.state, None, None).await;
-                    Some((
-                        Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
-                        (upstream, None),
-                    ))
-                }
-                None => {
-                    gateway.complete(reader, done).await;
-                    None
-                }
-            }
-        });
-        let mut response = reply(200, "text/event-stream", Body::from_stream(events), Some(&id));
-        response.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
-        response
-    }
-
-    /// Ends a relayed stream: stores what the reply it carried changed, or, when it ended early,
-    /// only the state.
-    async fn complete(&self, mut reader: crate::relay::Reader, done: Done) {
-        let response = reader.take_response();
-        match reader.finish() {
-            Ok(reply) => {
-                let usage = crate::relay::usage_of(&reply);
-                let outcome = response.map_or_else(Replied::default, |r| Replied::of(done.api, &r));
-                self.finish(done, Some(crate::relay::message_of(&reply)), usage, outcome).await;
-            }
-            Err(e) => {
-                tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
-                self.save(&done.state, None, None).await;
-            }
-        }
-    }
-
-    /// Counts a reply's tokens, records the new messages and the reply, and stores the state
-    /// with the fingerprint of the history the client now has.
-    async fn finish(&self, done: Done, reply: Option<Message>, usage: (u64, u64), replied: Replied) {
-        let (input, output) = usage;
-        let Done { mut state, new, starts, from, len, head, last, system, link, .. } = done;
-        self.gate.replied(&mut state, input, output);
-        let fingerprint = reply.as_ref().map(|reply| {
-            identity::anchor(head, len + 1, last, identity::message_hash(std::slice::from_ref(reply)))
-        });
-        if let Some(dir) = &self.record_dir {
-            // The previous reply comes back at the start of the new messages: recorded once.
-            let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
-            let skip = starts.get(record_from - from).copied().unwrap_or(new.len());
-            let replied = usize::from(reply.is_some());
-            let mut messages: Vec<Message> = system.into_iter().filter(|_| record_from == 0).collect();
-            messages.extend(new.into_iter().skip(skip));
-            messages.extend(reply);
-            match crate::record::append(dir, &state.id, &messages) {
-                Ok(()) => state.recorded = len + replied,
-                Err(e) => {
-                    tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
-                }
-            }
-        }
-        // A Responses reply the client may continue by its id: what it added is kept.
-        let kept = match (link, replied.id, replied.items) {
-            (Some(mut link), Some(id), Some(items)) => {
-                link.items.extend(items);
-                Some((response_key(&id), serde_json::to_value(link).unwrap_or_default()))
-            }
-            _ => None,
-        };
-        self.save(&state, fingerprint, kept).await;
-    }
-
-    /// Stores the state, the fingerprint of the history the client now has and `kept` (a
-    /// response's link), in one transaction.
-    async fn save(&self, state: &ConversationState, fingerprint: Option<u64>, kept: Option<(String, Value)>) {
-        let mut entries =
-            vec![(identity::state_key(&state.id), serde_json::to_value(state).unwrap_or_default())];
-        entries.extend(fingerprint.map(|f| (identity::prefix_key(f), serde_json::json!({ "id": state.id }))));
-        entries.extend(kept);
-        if let Err(e) = self.store.save_journals(&entries).await {
-            tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation state not saved");
-        }
-        if let Some(fingerprint) = fingerprint
-            && let Ok(mut recent) = self.recent.lock()
-        {
-            if recent.len() > 10_000 {
-                recent.clear();
-            }
-            recent.insert(fingerprint, state.id.clone());
-        }
-    }
-}
-
-/// What a request leaves to do once its reply is known.
-struct Done {
-    api: Api,
-    state: ConversationState,
-    /// The messages new to the guards, as looprail messages.
-    new: Vec<Message>,
-    /// Where each new wire message starts in `new`.
-    starts: Vec<usize>,
-    /// The wire index of the first new message.
-    from: usize,
-    /// How many wire messages the client's history holds.
-    len: usize,
-    /// The tools the request declares.
-    tools: Vec<String>,
-    /// The conversation's head fingerprint.
-    head: u64,
-    /// The fingerprint of the history's last message.
-    last: Option<u64>,
-    /// The system prompt given apart from the messages, when it is recorded now.
-    system: Option<Message>,
-    /// What a Responses request adds to its chain, when one is kept.
-    link: Option<Link>,
-}
-
-/// What a complete reply says of itself for its chain: its id and, on the Responses API, its
-/// output items.
-#[derive(Default)]
-struct Replied {
-    id: Option<String>,
-    items: Option<Vec<Value>>,
-}
-
-impl Replied {
-    fn of(api: Api, response: &Value) -> Self {
-        if api != Api::Responses {
-            return Self::default();
-        }
-        Self {
-            id: response["id"].as_str().filter(|id| plausible_id(id)).map(str::to_owned),
-            items: response["output"].as_array().cloned(),
         }
     }
 }
