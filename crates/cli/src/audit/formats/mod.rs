@@ -30,19 +30,10 @@ use looprail::core::message::{ContentPart, HISTORY_SUMMARY, InternalTag, Message
 use looprail::core::transcript::read_log;
 use serde_json::Value;
 
-/// The text of a message's content as the agent logs write it: a string, a list of parts with
-/// `text` (`{"type": "text" | "input_text" | "output_text", "text"}`), or an object with
-/// `content` (a Codex tool output).
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
-        }
-        Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).unwrap_or_default().to_owned(),
-        _ => String::new(),
-    }
-}
+// The text of a message's content as the agent logs write it: a string, a list of parts with
+// `text` (`{"type": "text" | "input_text" | "output_text", "text"}`), or an object with
+// `content` (a Codex tool output): the Responses items reader's reading, which is the same.
+use looprail::core::transcript::responses::item_text as text_of;
 
 /// A call's arguments as text: a string as it is (most logs keep the model's JSON text), any
 /// other value as its JSON.
