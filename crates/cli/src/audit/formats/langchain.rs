@@ -14,14 +14,14 @@
 use looprail::core::message::{Message, ToolCall, ToolResult};
 use serde_json::{Map, Value};
 
-use super::{arguments_text, assistant_turn, text_of};
+use super::{arguments_or_empty, assistant_turn, message_list, text_of};
 
 /// The message list of `doc`, when it is LangChain's.
 pub fn messages(doc: &Value) -> Option<&[Value]> {
-    let list = doc.as_array().or_else(|| doc.get("messages")?.as_array())?;
+    let list = message_list(doc)?;
     let first = list.first()?;
     let (kind, _) = shape(first)?;
-    KINDS.contains(&kind.as_str()).then_some(list.as_slice())
+    KINDS.contains(&kind.as_str()).then_some(list)
 }
 
 /// The message types LangChain writes (chunks are read as their message).
@@ -87,7 +87,7 @@ pub fn read(list: &[Value]) -> Result<Vec<Message>, String> {
                 if let Some(function) = fields.get("additional_kwargs").and_then(|k| k.get("function_call")) {
                     let id = format!("function-{index}");
                     let name = function.get("name").and_then(Value::as_str).unwrap_or("function");
-                    let arguments = function.get("arguments").map_or_else(|| "{}".to_owned(), arguments_text);
+                    let arguments = arguments_or_empty(function.get("arguments"));
                     calls.push(ToolCall::new(&id, name, arguments));
                     pending_function = Some(id);
                 }
@@ -129,7 +129,7 @@ fn calls(fields: &Map<String, Value>) -> Vec<ToolCall> {
         .iter()
         .chain(list("invalid_tool_calls"))
         .map(|call| {
-            let arguments = call.get("args").map_or_else(|| "{}".to_owned(), arguments_text);
+            let arguments = arguments_or_empty(call.get("args"));
             ToolCall::new(text(call, "id"), text(call, "name"), arguments)
         })
         .collect();
@@ -141,7 +141,7 @@ fn calls(fields: &Map<String, Value>) -> Vec<ToolCall> {
             .flatten()
             .map(|call| {
                 let function = call.get("function").unwrap_or(&Value::Null);
-                let arguments = function.get("arguments").map_or_else(|| "{}".to_owned(), arguments_text);
+                let arguments = arguments_or_empty(function.get("arguments"));
                 ToolCall::new(text(call, "id"), text(function, "name"), arguments)
             })
             .collect();
@@ -152,7 +152,7 @@ fn calls(fields: &Map<String, Value>) -> Vec<ToolCall> {
             .iter()
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
             .map(|b| {
-                let arguments = b.get("input").map_or_else(|| "{}".to_owned(), arguments_text);
+                let arguments = arguments_or_empty(b.get("input"));
                 ToolCall::new(text(b, "id"), text(b, "name"), arguments)
             })
             .collect();
@@ -162,13 +162,10 @@ fn calls(fields: &Map<String, Value>) -> Vec<ToolCall> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::roles;
     use super::*;
     use looprail::core::message::Role;
     use serde_json::json;
-
-    fn roles(messages: &[Message]) -> Vec<Role> {
-        messages.iter().map(|m| m.role).collect()
-    }
 
     #[test]
     fn a_langgraph_state_reads_calls_results_and_errors() {

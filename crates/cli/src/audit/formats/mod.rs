@@ -44,6 +44,22 @@ fn arguments_text(arguments: &Value) -> String {
     }
 }
 
+/// A call's arguments as text ([`arguments_text`]), `{}` when the log has none.
+fn arguments_or_empty(arguments: Option<&Value>) -> String {
+    arguments.map_or_else(|| "{}".to_owned(), arguments_text)
+}
+
+/// A document's message list: the document itself when it is a list, else its `messages`.
+fn message_list(doc: &Value) -> Option<&[Value]> {
+    doc.as_array().or_else(|| doc.get("messages")?.as_array()).map(Vec::as_slice)
+}
+
+/// The roles of `messages`, in order (for the readers' tests).
+#[cfg(test)]
+fn roles(messages: &[Message]) -> Vec<looprail::core::message::Role> {
+    messages.iter().map(|m| m.role).collect()
+}
+
 /// The agent's turn: its text (blank text is none) and its calls.
 fn assistant_turn(text: String, calls: Vec<looprail::core::message::ToolCall>) -> Message {
     let text = Some(text).filter(|t| !t.trim().is_empty());

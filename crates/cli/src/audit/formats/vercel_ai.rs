@@ -15,12 +15,12 @@
 use looprail::core::message::{Message, ToolCall, ToolResult};
 use serde_json::Value;
 
-use super::{arguments_text, assistant_turn};
+use super::{arguments_or_empty, arguments_text, assistant_turn, message_list};
 
 /// The message list of `doc`, when it is the AI SDK's: a message has `parts`, or a content
 /// part is a `tool-call` or a `tool-result`.
 pub fn messages(doc: &Value) -> Option<&[Value]> {
-    let list = doc.as_array().or_else(|| doc.get("messages")?.as_array())?;
+    let list = message_list(doc)?;
     let sdk_message = |m: &Value| {
         m.get("role").is_some()
             && (m.get("parts").is_some_and(Value::is_array)
@@ -28,7 +28,7 @@ pub fn messages(doc: &Value) -> Option<&[Value]> {
                     parts.iter().any(|p| matches!(kind(p), "tool-call" | "tool-result"))
                 }))
     };
-    list.iter().any(sdk_message).then_some(list.as_slice())
+    list.iter().any(sdk_message).then_some(list)
 }
 
 fn kind(part: &Value) -> &str {
@@ -86,8 +86,7 @@ fn model_assistant(parts: &[Value], out: &mut Vec<Message>) {
         .iter()
         .filter(|p| kind(p) == "tool-call")
         .map(|p| {
-            let input =
-                p.get("input").or_else(|| p.get("args")).map_or_else(|| "{}".to_owned(), arguments_text);
+            let input = arguments_or_empty(p.get("input").or_else(|| p.get("args")));
             ToolCall::new(field(p, "toolCallId"), field(p, "toolName"), input)
         })
         .collect();
@@ -170,7 +169,7 @@ fn ui_tool(part: &Value) -> Option<(ToolCall, Option<ToolResult>)> {
         // Version 4: `{"toolInvocation": {state, toolCallId, toolName, args, result}}`.
         let invocation = part.get("toolInvocation")?;
         let id = field(invocation, "toolCallId");
-        let arguments = invocation.get("args").map_or_else(|| "{}".to_owned(), arguments_text);
+        let arguments = arguments_or_empty(invocation.get("args"));
         let call = ToolCall::new(id, field(invocation, "toolName"), arguments);
         let result = invocation.get("result").map(|r| ToolResult::ok(id, arguments_text(r)));
         return Some((call, result));
@@ -181,7 +180,7 @@ fn ui_tool(part: &Value) -> Option<(ToolCall, Option<ToolResult>)> {
         None => return None,
     };
     let id = field(part, "toolCallId");
-    let arguments = part.get("input").map_or_else(|| "{}".to_owned(), arguments_text);
+    let arguments = arguments_or_empty(part.get("input"));
     let result = match field(part, "state") {
         "output-error" => Some(ToolResult::error(id, field(part, "errorText"))),
         "output-denied" => Some(ToolResult::error(id, "the user denied this call")),
@@ -192,13 +191,10 @@ fn ui_tool(part: &Value) -> Option<(ToolCall, Option<ToolResult>)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::roles;
     use super::*;
     use looprail::core::message::Role;
     use serde_json::json;
-
-    fn roles(messages: &[Message]) -> Vec<Role> {
-        messages.iter().map(|m| m.role).collect()
-    }
 
     #[test]
     fn model_messages_of_both_versions_read_calls_and_results() {
