@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::Gateway;
 use crate::conversation::ConversationState;
 use crate::identity;
-use crate::response_chain::{Link, plausible_id, response_key};
+use crate::response_chain::{Link, response_key};
 use crate::server::reply;
 use crate::wire::Api;
 
@@ -187,7 +187,7 @@ impl Replied {
             return Self::default();
         }
         Self {
-            id: response["id"].as_str().filter(|id| plausible_id(id)).map(str::to_owned),
+            id: response["id"].as_str().filter(|id| identity::storable_id(id)).map(str::to_owned),
             items: response["output"].as_array().cloned(),
         }
     }

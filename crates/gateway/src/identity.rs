@@ -94,6 +94,12 @@ pub fn prefix_key(fingerprint: u64) -> String {
     format!("gateway/prefix/{fingerprint:016x}")
 }
 
+/// Whether an id from outside (a run header, a response id) may name a stored key: 1 to 128
+/// printable ASCII characters.
+pub fn storable_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// The key under which a conversation's state is stored.
 pub fn state_key(id: &str) -> String {
     format!("gateway/conversation/{id}")

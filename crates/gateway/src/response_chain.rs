@@ -84,11 +84,6 @@ impl Start {
 /// The longest chain read back: past it a conversation is refused, not walked for ever.
 pub const MAX_CHAIN: usize = 100_000;
 
-/// Whether a client's response id is one the gateway could have stored: short and printable.
-pub fn plausible_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_graphic())
-}
-
 /// The conversation up to and including response `id`, from `load` (the links stored under
 /// the keys it is given, in any order, missing ones left out). `Ok(None)` when the gateway never
 /// kept `id`; an error when the chain is broken or too long.
@@ -206,6 +201,7 @@ mod tests {
             items: vec![json!({"type": "function_call_output"})],
         };
         assert_eq!(after.link(7, body).unwrap().previous.as_deref(), Some("r1"));
-        assert!(plausible_id("resp_68a1b2") && !plausible_id("../x y") && !plausible_id(""));
+        use crate::identity::storable_id;
+        assert!(storable_id("resp_68a1b2") && !storable_id("../x y") && !storable_id(""));
     }
 }

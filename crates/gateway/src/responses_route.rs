@@ -81,7 +81,7 @@ pub(crate) async fn responses(
     };
     let start = if continued {
         let previous = match request.remove("previous_response_id") {
-            Some(Value::String(id)) if response_chain::plausible_id(&id) => id,
+            Some(Value::String(id)) if crate::identity::storable_id(&id) => id,
             _ => return bad("`previous_response_id` must be a response id"),
         };
         let chain = match gateway.response_chain(&previous).await {

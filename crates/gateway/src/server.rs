@@ -93,7 +93,7 @@ impl Gateway {
         let named = headers
             .get(RUN_HEADER)
             .and_then(|v| v.to_str().ok())
-            .filter(|id| !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_graphic()))
+            .filter(|id| identity::storable_id(id))
             .map(str::to_owned);
         let id = match named {
             Some(id) => Some(id),
