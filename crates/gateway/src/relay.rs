@@ -8,26 +8,42 @@ use looprail_loop_core::provider::ModelResponse;
 use looprail_providers::sse::{SseParser, Step};
 
 use crate::wire::Api;
+use crate::wire::responses::StreamParser;
 
 /// Splits SSE bytes into events and feeds them to the API's parser.
 pub struct Reader {
-    parser: Box<dyn SseParser>,
+    parser: Parser,
     buffer: Vec<u8>,
     done: Option<Result<ModelResponse, String>>,
-    /// On the Responses API, the whole response its terminal event carried.
-    response: Option<serde_json::Value>,
-    api: Api,
+}
+
+/// The API's stream parser: the providers' for their APIs, the gateway's own for Responses
+/// (which keeps the whole response its terminal event carried).
+enum Parser {
+    Provider(Box<dyn SseParser>),
+    Responses(StreamParser),
+}
+
+impl Parser {
+    fn get(&mut self) -> &mut dyn SseParser {
+        match self {
+            Parser::Provider(parser) => parser.as_mut(),
+            Parser::Responses(parser) => parser,
+        }
+    }
 }
 
 impl Reader {
     /// A reader for a stream of `api` from `model`.
     pub fn new(api: Api, model: &str) -> Self {
-        let parser: Box<dyn SseParser> = match api {
-            Api::OpenAi => Box::new(looprail_providers::openai::ChunkParser::new(model)),
-            Api::Anthropic => Box::new(looprail_providers::anthropic::EventParser::new(model)),
-            Api::Responses => Box::new(crate::wire::responses::StreamParser::new(model)),
+        let parser = match api {
+            Api::OpenAi => Parser::Provider(Box::new(looprail_providers::openai::ChunkParser::new(model))),
+            Api::Anthropic => {
+                Parser::Provider(Box::new(looprail_providers::anthropic::EventParser::new(model)))
+            }
+            Api::Responses => Parser::Responses(StreamParser::new(model)),
         };
-        Self { parser, buffer: Vec::new(), done: None, response: None, api }
+        Self { parser, buffer: Vec::new(), done: None }
     }
 
     /// Reads the next bytes of the stream.
@@ -49,12 +65,7 @@ impl Reader {
             if data.is_empty() {
                 continue;
             }
-            let data = data.join("\n");
-            if self.api == Api::Responses && is_terminal_response(&name, &data) {
-                let event: Option<serde_json::Value> = serde_json::from_str(&data).ok();
-                self.response = event.and_then(|mut e| e.get_mut("response").map(serde_json::Value::take));
-            }
-            if let Step::Done(result) = self.parser.event(&name, &data) {
+            if let Step::Done(result) = self.parser.get().event(&name, &data.join("\n")) {
                 self.done = Some(result.map_err(|e| e.to_string()));
             }
         }
@@ -63,7 +74,10 @@ impl Reader {
     /// On the Responses API, the whole response the stream's terminal event carried (its
     /// output items are what a client continuing it by id had).
     pub fn take_response(&mut self) -> Option<serde_json::Value> {
-        self.response.take()
+        match &mut self.parser {
+            Parser::Responses(parser) => parser.take_response(),
+            Parser::Provider(_) => None,
+        }
     }
 
     /// True once the stream's terminal event was read.
@@ -76,18 +90,8 @@ impl Reader {
     pub fn finish(mut self) -> Result<ModelResponse, String> {
         match self.done.take() {
             Some(result) => result,
-            None => self.parser.end_of_body().map_err(|e| e.to_string()),
+            None => self.parser.get().end_of_body().map_err(|e| e.to_string()),
         }
-    }
-}
-
-/// Whether a Responses stream event is the one holding the whole response (named by its
-/// `event:` line, or by its data's type when it has none).
-fn is_terminal_response(name: &str, data: &str) -> bool {
-    match name {
-        "response.completed" | "response.incomplete" => true,
-        "" => data.contains("\"response.completed\"") || data.contains("\"response.incomplete\""),
-        _ => false,
     }
 }
 

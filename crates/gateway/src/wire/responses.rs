@@ -160,12 +160,20 @@ pub(super) fn to_stream(response: &Value) -> String {
 /// ends it as an error.
 pub struct StreamParser {
     model: String,
+    /// The whole response the terminal event carried, once read.
+    response: Option<Value>,
 }
 
 impl StreamParser {
     /// A parser for a stream from `model`.
     pub fn new(model: &str) -> Self {
-        Self { model: model.to_owned() }
+        Self { model: model.to_owned(), response: None }
+    }
+
+    /// The whole response the stream's terminal event carried (its output items are what a
+    /// client continuing it by id had), once the stream is over.
+    pub fn take_response(&mut self) -> Option<Value> {
+        self.response.take()
     }
 }
 
@@ -173,10 +181,12 @@ impl looprail_providers::sse::SseParser for StreamParser {
     fn event(&mut self, _name: &str, data: &str) -> looprail_providers::sse::Step {
         use looprail_loop_core::provider::{ProviderError, ProviderErrorKind};
         use looprail_providers::sse::Step;
-        let Ok(event) = serde_json::from_str::<Value>(data) else { return Step::Continue(Vec::new()) };
+        let Ok(mut event) = serde_json::from_str::<Value>(data) else { return Step::Continue(Vec::new()) };
         match event["type"].as_str().unwrap_or_default() {
             "response.completed" | "response.incomplete" => {
-                Step::Done(Ok(model_response(&event["response"], &self.model)))
+                let reply = model_response(&event["response"], &self.model);
+                self.response = Some(event["response"].take());
+                Step::Done(Ok(reply))
             }
             "response.failed" | "error" => {
                 let message = event.pointer("/response/error/message").or_else(|| event.get("message"));
