@@ -122,6 +122,11 @@ impl<'a> Request<'a> {
         self.wire.is_empty()
     }
 
+    /// Every wire message as a JSON value (`None` if one is not JSON after all).
+    pub fn items(&self) -> Option<Vec<Value>> {
+        self.wire.iter().map(|raw| serde_json::from_str(raw.get()).ok()).collect()
+    }
+
     /// The size in bytes of wire message `i` as the client sent it.
     pub fn raw_len(&self, i: usize) -> usize {
         self.wire[i].get().len()

@@ -13,6 +13,8 @@
 //! PostgreSQL).
 
 use serde::{Deserialize, Serialize};
+
+use crate::request::Request;
 use serde_json::Value;
 
 /// The key a response's link is stored under.
@@ -62,19 +64,14 @@ pub enum Start {
 
 impl Start {
     /// The link's start once the conversation is known: `from` is the first input item the
-    /// guards had not seen (0 for a new conversation); `body` the request as sent upstream.
-    pub fn link(self, from: usize, body: &[u8]) -> Option<Link> {
+    /// guards had not seen (0 for a new conversation); `request` the request as sent upstream.
+    pub fn link(self, from: usize, request: &Request<'_>) -> Option<Link> {
         match self {
             Start::After { previous, earlier, items } => {
                 Some(Link { previous: Some(previous), earlier, items })
             }
             Start::Whole if from == 0 => {
-                #[derive(Deserialize)]
-                struct Input {
-                    input: Vec<Value>,
-                }
-                let input = serde_json::from_slice::<Input>(body).ok()?.input;
-                Some(Link { previous: None, earlier: Vec::new(), items: input })
+                Some(Link { previous: None, earlier: Vec::new(), items: request.items()? })
             }
             Start::Whole => None,
         }
@@ -193,14 +190,15 @@ mod tests {
     #[test]
     fn a_whole_request_starts_a_chain_only_for_a_new_conversation() {
         let body = br#"{"model": "m", "input": [{"role": "user", "content": "hi"}]}"#;
-        assert_eq!(Start::Whole.link(0, body).unwrap().items.len(), 1);
-        assert_eq!(Start::Whole.link(3, body), None);
+        let body = Request::parse(crate::wire::Api::Responses, body).unwrap();
+        assert_eq!(Start::Whole.link(0, &body).unwrap().items, [json!({"role": "user", "content": "hi"})]);
+        assert_eq!(Start::Whole.link(3, &body), None);
         let after = Start::After {
             previous: "r1".into(),
             earlier: vec!["r0".into()],
             items: vec![json!({"type": "function_call_output"})],
         };
-        assert_eq!(after.link(7, body).unwrap().previous.as_deref(), Some("r1"));
+        assert_eq!(after.link(7, &body).unwrap().previous.as_deref(), Some("r1"));
         use crate::identity::storable_id;
         assert!(storable_id("resp_68a1b2") && !storable_id("../x y") && !storable_id(""));
     }

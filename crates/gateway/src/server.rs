@@ -228,7 +228,7 @@ impl Gateway {
             Ok(done) => done,
             Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
         };
-        done.link = chain.and_then(|start| start.link(done.from, &raw));
+        done.link = chain.and_then(|start| start.link(done.from, &request));
         let verdict = self.gate.observe_new(&mut done.state, &done.new, done.len, &done.tools, now_ms());
         let stream = request.stream;
         let relay = stream && matches!(verdict, Verdict::Forward { .. });
