@@ -654,6 +654,26 @@ fn a_claude_code_sub_agents_own_file_is_a_run_at_its_path_and_its_sidecar_no_log
     std::fs::write(agents.join("agent-a7.jsonl"), sub.join("\n")).unwrap();
     std::fs::write(agents.join("agent-a7.meta.json"), r#"{"agentType":"general-purpose","spawnDepth":1}"#)
         .unwrap();
+    // Claude Code's own compaction call: the main conversation sent again (its Task call
+    // included) under an `acompact-` agent id; and a 2.0.x start-up warm-up probe.
+    let again: Vec<String> = main
+        .iter()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["isSidechain"] = true.into();
+            v["agentId"] = "acompact-9f1".into();
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(agents.join("agent-acompact-9f1.jsonl"), again.join("\n")).unwrap();
+    let warmup = [
+        line(serde_json::json!({"type": "user", "uuid": "w1", "parentUuid": null, "isSidechain": true,
+            "agentId": "w2", "sessionId": "s1", "message": {"role": "user", "content": "Warmup"}})),
+        line(serde_json::json!({"type": "assistant", "uuid": "w2", "parentUuid": "w1", "isSidechain": true,
+            "agentId": "w2", "sessionId": "s1", "message": {"id": "m9", "role": "assistant",
+            "content": [{"type": "text", "text": "Ready to search the codebase."}]}})),
+    ];
+    std::fs::write(dir.join("agent-w2.jsonl"), warmup.join("\n")).unwrap();
     let report = audit(&[dir.display().to_string()]);
     assert!(report["errors"].as_array().unwrap().is_empty(), "the sidecar is no log: {report}");
     let mut runs: Vec<(String, u64)> = report["runs"]
@@ -665,6 +685,15 @@ fn a_claude_code_sub_agents_own_file_is_a_run_at_its_path_and_its_sidecar_no_log
     runs.sort();
     let expected = [(dir.join("s1.jsonl"), 1), (agents.join("agent-a7.jsonl"), 3)];
     let expected: Vec<(String, u64)> = expected.iter().map(|(p, n)| (p.display().to_string(), *n)).collect();
-    assert_eq!(runs, expected);
+    assert_eq!(runs, expected, "the compaction call and the warm-up are no runs");
+    // Given only files that hold no agent run, the audit fails saying so.
+    let output = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .arg("audit")
+        .arg(agents.join("agent-acompact-9f1.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no agent run in the 1 file read"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -94,7 +94,13 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
                 first.path,
                 first.error
             ),
-            None => "no .json or .jsonl run files found under the given paths".to_owned(),
+            None if files.is_empty() => "no .json or .jsonl run files found under the given paths".to_owned(),
+            // Files read whole that hold no agent run (Claude Code's own compaction calls).
+            None => format!(
+                "no agent run in the {} file{} read",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" }
+            ),
         });
     }
     Ok(AuditReport::new(runs, errors, started.elapsed()))

@@ -16,7 +16,8 @@
 //! `agent-<agentId>` where its lines carry one, else by its chain's first uuid. Since version
 //! 2.1.2 a sub-agent's lines are a file of their own (`<session>/subagents/agent-<id>.jsonl`):
 //! that file is one run. A branch a rewind abandoned is a conversation of its own
-//! ([`claude_code_branches`](super::claude_code_branches)).
+//! ([`claude_code_branches`](super::claude_code_branches)). Sidechains Claude Code runs for
+//! itself (its compaction calls, start-up warm-ups) are no runs.
 
 use std::collections::{HashMap, HashSet};
 
@@ -62,6 +63,7 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
     let mut parts = super::claude_code_branches::split(lines).into_iter();
     let Some((_, active)) = parts.next() else { return Vec::new() };
     let mut found = conversations_in(&active);
+    found.retain(|conversation| !conversation.is_harness_call());
     for (name, branch) in parts {
         // An abandoned branch's main conversation; its sub-agents are the active part's.
         if let Some(main) = conversations_in(&branch).into_iter().find(|c| c.key.is_none()) {
@@ -69,6 +71,20 @@ pub fn conversations(lines: &[Value]) -> Vec<Conversation> {
         }
     }
     found
+}
+
+impl Conversation {
+    /// Whether this sidechain is a call Claude Code makes for itself rather than a sub-agent
+    /// the model started: its compaction (agent ids `acompact-*`: the main conversation sent
+    /// again to be summarised, which the main run already holds, calls included) and the
+    /// `Warmup` probes versions 2.0.x sent each agent type at start-up to fill the prompt cache.
+    fn is_harness_call(&self) -> bool {
+        let Some(key) = &self.key else { return false };
+        let first_prompt =
+            self.messages.first().filter(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+        key.starts_with("agent-acompact")
+            || first_prompt.is_some_and(|m| super::text_of(m.get("content")).trim() == "Warmup")
+    }
 }
 
 fn sidechain(line: &Value) -> bool {
@@ -254,6 +270,25 @@ mod tests {
         assert_eq!(found.iter().map(|c| c.key.clone()).collect::<Vec<_>>(), [None, Some("c1".to_owned())]);
         assert_eq!(found[0].messages.len(), 2);
         assert_eq!(found[1].messages.len(), 2);
+    }
+
+    #[test]
+    fn sidechains_claude_code_runs_for_itself_are_no_conversations() {
+        let log = lines(concat!(
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":false,"sessionId":"s","message":{"role":"user","content":"Warmup"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"w1","parentUuid":null,"isSidechain":true,"sessionId":"s","message":{"role":"user","content":"Warmup"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"w2","parentUuid":"w1","isSidechain":true,"sessionId":"s","message":{"id":"m8","role":"assistant","content":[{"type":"text","text":"Ready."}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"k1","parentUuid":null,"isSidechain":true,"agentId":"acompact-1","sessionId":"s","message":{"role":"user","content":"Fix it"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"c1","parentUuid":"u1","isSidechain":true,"sessionId":"s","message":{"role":"user","content":"Warm up the cache, then run the tests"}}"#,
+        ));
+        let keys: Vec<Option<String>> = conversations(&log).into_iter().map(|c| c.key).collect();
+        // The person's own "Warmup" prompt stays the main conversation; a sub-agent whose task
+        // merely mentions warming up is a sub-agent.
+        assert_eq!(keys, [None, Some("c1".to_owned())]);
     }
 
     #[test]
