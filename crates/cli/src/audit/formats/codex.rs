@@ -6,10 +6,11 @@
 //! `input_text`/`output_text` parts), `function_call` (`name`, `arguments`, `call_id`) and its
 //! `function_call_output`, `custom_tool_call` / `custom_tool_call_output`, `local_shell_call`;
 //! reasoning is skipped. The environment and instruction preambles Codex sends as user
-//! messages are context, not user turns. A `compacted` line (Codex summarised its history;
+//! messages are context, not user turns; a command whose output reports an exit code other
+//! than 0 failed. A `compacted` line (Codex summarised its history;
 //! payload `message` and, in newer versions, `replacement_history`) restarts the context.
 
-use looprail::core::message::{HISTORY_SUMMARY, Message, Role};
+use looprail::core::message::{ContentPart, HISTORY_SUMMARY, Message, Role};
 use looprail::core::transcript::responses;
 use serde_json::Value;
 
@@ -86,6 +87,29 @@ fn is_preamble(text: &str) -> bool {
         .any(|p| text.trim_start().starts_with(p))
 }
 
+/// The exit code a command's output reports, in the three shapes Codex gives the model: JSON
+/// `{"output", "metadata": {"exit_code"}}`, and header lines before an `Output:` line, either
+/// `Exit code: N` (the shell tool) or `Process exited with code N` (`exec_command`, whose
+/// header has no code while the process still runs). `None` for any other text.
+fn exit_code(output: &str) -> Option<i64> {
+    if output.starts_with('{') {
+        let value: Value = serde_json::from_str(output).ok()?;
+        return value.pointer("/metadata/exit_code")?.as_i64();
+    }
+    let mut code = None;
+    for line in output.lines().take(8) {
+        if line == "Output:" {
+            return code;
+        }
+        let number =
+            line.strip_prefix("Exit code: ").or_else(|| line.strip_prefix("Process exited with code "));
+        if let Some(number) = number {
+            code = Some(number.trim().parse().ok()?);
+        }
+    }
+    None
+}
+
 /// The conversation, read by the Responses items reader the gateway uses too
 /// ([`responses`]); Codex's preambles are context (system messages), and where Codex compacted
 /// its history a [`HISTORY_SUMMARY`] message holds what it went on with.
@@ -101,6 +125,11 @@ pub fn messages(lines: &[Value]) -> Result<Vec<Message>, String> {
         for message in &mut next {
             if message.role == Role::User && message.joined_text().is_some_and(|t| is_preamble(&t)) {
                 message.role = Role::System;
+            }
+            for part in &mut message.content {
+                if let ContentPart::ToolResult(result) = part {
+                    result.is_error |= exit_code(&result.content).is_some_and(|code| code != 0);
+                }
             }
         }
         responses::push_item(&mut out, next);
@@ -173,6 +202,46 @@ mod tests {
                 .map(|l| serde_json::from_str(l).unwrap())
                 .collect();
         assert!(!detect(&chat_log));
+    }
+
+    #[test]
+    fn a_command_that_exits_other_than_zero_failed() {
+        // The three shapes of a command's output Codex gives the model.
+        let structured = |code: i64| {
+            serde_json::json!({"output": "FAILED test_a", "metadata": {"exit_code": code, "duration_seconds": 0.4}})
+                .to_string()
+        };
+        let shell = |code: i64| format!("Exit code: {code}\nWall time: 0.4 seconds\nOutput:\nFAILED test_a");
+        let unified = |code: i64| {
+            format!(
+                "Chunk ID: 1a2b\nWall time: 0.4000 seconds\nProcess exited with code {code}\nOriginal token count: 3\nOutput:\nFAILED test_a"
+            )
+        };
+        for output in [structured(0), shell(0), unified(0)] {
+            assert_eq!(exit_code(&output), Some(0), "{output}");
+        }
+        for output in [structured(2), shell(1), unified(127)] {
+            assert!(exit_code(&output).is_some_and(|c| c != 0), "{output}");
+        }
+        // Still running, or text that only mentions an exit code, is no verdict.
+        let running = "Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 3\nOutput:\n...";
+        let prose = "The build said:\nExit code: 1\nbut no header follows";
+        for output in [running, prose, "{\"output\": \"x\"}", "{not json"] {
+            assert_eq!(exit_code(output), None, "{output}");
+        }
+        let log: Vec<Value> = [
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"s"}}"#.to_owned(),
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}}"#.to_owned(),
+            serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": shell(1)}}).to_string(),
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c2"}}"#.to_owned(),
+            serde_json::json!({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c2", "output": structured(0)}}).to_string(),
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+        let errors: Vec<bool> =
+            messages(&log).unwrap().iter().flat_map(|m| m.tool_results().map(|r| r.is_error)).collect();
+        assert_eq!(errors, [true, false]);
     }
 
     #[test]
