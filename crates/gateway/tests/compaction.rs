@@ -28,20 +28,19 @@ fn completion(message: Value) -> Reply {
 
 /// A gateway with compaction on both APIs' upstream `upstream`, its window 2,000 tokens:
 /// compaction past ~5,600 bytes of request, ~2,400 bytes kept verbatim. Its URL and store file.
-async fn start(upstream: &str, name: &str) -> (String, std::path::PathBuf) {
+async fn start(upstream: &str, name: &str) -> (String, common::TempStore) {
     let mut settings = GatewayConfig::new(Default::default(), Default::default());
     settings.upstream.openai = upstream.to_owned();
     settings.upstream.anthropic = upstream.to_owned();
     settings.upstream.openai_key = Some("k".into());
     settings.upstream.anthropic_key = Some("k".into());
     settings.compaction = Some(CompactionSettings { context_window: 2_000, ..CompactionSettings::default() });
-    let path = std::env::temp_dir().join(format!("looprail-gw-compaction-{name}-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let gateway = Gateway::new(settings, SqliteStore::open(&path).await.unwrap().into()).unwrap();
+    let store = common::TempStore::new(&format!("compaction-{name}"));
+    let gateway = Gateway::new(settings, SqliteStore::open(&store).await.unwrap().into()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(looprail_gateway::serve(listener, gateway, std::future::pending()));
-    (url, path)
+    (url, store)
 }
 
 fn is_summary_call(body: &Value) -> bool {
@@ -66,7 +65,7 @@ async fn a_growing_history_is_summarised_once_then_the_summary_reused_and_extend
         }
     })
     .await;
-    let (gateway, path) = start(&upstream.url, "openai").await;
+    let (gateway, _store) = start(&upstream.url, "openai").await;
     let url = format!("{gateway}/v1/chat/completions");
 
     let tools =
@@ -122,7 +121,6 @@ async fn a_growing_history_is_summarised_once_then_the_summary_reused_and_extend
     let prompt = extensions[0]["messages"][0]["content"].as_str().unwrap();
     assert!(prompt.contains("Summary of what came before:\nSUMMARY-1"), "{prompt}");
     assert!(!prompt.contains("findings of step 0:"), "the first stretch is not summarised again");
-    let _ = std::fs::remove_file(path);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,7 +141,7 @@ async fn a_compacted_anthropic_request_still_alternates_and_pairs_every_result_w
         }
     })
     .await;
-    let (gateway, path) = start(&upstream.url, "anthropic").await;
+    let (gateway, _store) = start(&upstream.url, "anthropic").await;
     let url = format!("{gateway}/v1/messages");
 
     let tools = json!([{"name": "read", "input_schema": {"type": "object"}}]);
@@ -183,7 +181,6 @@ async fn a_compacted_anthropic_request_still_alternates_and_pairs_every_result_w
             }
         }
     }
-    let _ = std::fs::remove_file(path);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +207,7 @@ async fn a_long_responses_conversation_is_compacted_keeping_each_replys_items_to
         }
     })
     .await;
-    let (gateway, path) = start(&upstream.url, "responses").await;
+    let (gateway, _store) = start(&upstream.url, "responses").await;
     let url = format!("{gateway}/v1/responses");
     let tools = json!([{"type": "function", "name": "ls", "parameters": {"type": "object"}},
         {"type": "function", "name": "cat", "parameters": {"type": "object"}}]);
@@ -259,5 +256,4 @@ async fn a_long_responses_conversation_is_compacted_keeping_each_replys_items_to
             }
         }
     }
-    let _ = std::fs::remove_file(path);
 }

@@ -63,8 +63,7 @@ async fn requests_alternating_between_replicas_stay_one_conversation() {
     })
     .await;
 
-    let path = std::env::temp_dir().join(format!("looprail-gw-replicas-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let path = common::TempStore::new("replicas");
     let alone = replica(SqliteStore::open(&path).await.unwrap().into(), &upstream.url).await;
     let (reference, _) = drive(&[alone]).await;
 
@@ -74,5 +73,4 @@ async fn requests_alternating_between_replicas_stay_one_conversation() {
     let (steps, ids) = drive(&[a, b]).await;
     assert!(ids.windows(2).all(|w| w[0] == w[1]), "one conversation across both replicas: {ids:?}");
     assert_eq!(steps, reference, "the ladder went on across replicas as on one gateway");
-    let _ = std::fs::remove_file(path);
 }

@@ -180,9 +180,11 @@ async fn gateway(store: &Path, upstream: &str, config: LoopConfig, port: u16) ->
     Running { url, stop: Some(stop), task }
 }
 
-fn temp_store(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    std::env::temp_dir().join(format!("looprail-gw-{name}-{}-{nanos}.db", std::process::id()))
+mod common;
+use common::TempStore;
+
+fn temp_store(name: &str) -> TempStore {
+    TempStore::new(name)
 }
 
 /// Runs an agent script to its end; returns its JSON line.
@@ -216,7 +218,8 @@ async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
     ] {
         for stream in [false, true] {
             let (upstream, _) = upstream(api, false).await;
-            let gw = gateway(&temp_store("loop"), &upstream.url, LoopConfig::default(), 0).await;
+            let store = temp_store("loop");
+            let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
             let task = format!("find the report ({script_name}, stream {stream})");
             let extra: &[&str] = if stream { &["stream"] } else { &[] };
             let result = agent(&python, script_name, &format!("{}{base_suffix}", gw.url), &task, extra).await;
@@ -241,7 +244,8 @@ async fn a_responses_agent_continuing_by_response_id_gets_a_final_answer() {
     let Some(python) = python() else { return };
     for stream in [false, true] {
         let (upstream, _) = upstream(Api::Responses, false).await;
-        let gw = gateway(&temp_store("chained"), &upstream.url, LoopConfig::default(), 0).await;
+        let store = temp_store("chained");
+        let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
         let task = format!("find the report (chained, stream {stream})");
         let extra: &[&str] = if stream { &["stream", "chained"] } else { &["chained"] };
         let result = agent(&python, "agent_responses.py", &format!("{}/v1", gw.url), &task, extra).await;
@@ -264,7 +268,8 @@ async fn a_tool_call_budget_ends_the_loop_with_no_further_tool_turns() {
     let (upstream, _) = upstream(Api::OpenAi, false).await;
     let mut config = LoopConfig::default();
     config.budget.tool_call_budget = Some(3);
-    let gw = gateway(&temp_store("budget"), &upstream.url, config, 0).await;
+    let store = temp_store("budget");
+    let gw = gateway(&store, &upstream.url, config, 0).await;
     let result = agent(&python, "agent_openai.py", &format!("{}/v1", gw.url), "count things", &[]).await;
     assert_ended(&result, "count things");
     assert_eq!(result["steps"], 4, "three tool turns, then the final answer: {result}");
@@ -279,7 +284,8 @@ async fn an_upstream_429_is_retried_and_concurrent_conversations_stay_apart() {
     let (upstream, calls) = upstream(Api::OpenAi, true).await;
     let mut config = LoopConfig::default();
     config.budget.tool_call_budget = Some(2);
-    let gw = gateway(&temp_store("apart"), &upstream.url, config, 0).await;
+    let store = temp_store("apart");
+    let gw = gateway(&store, &upstream.url, config, 0).await;
     let base = format!("{}/v1", gw.url);
     let (a, b) = tokio::join!(
         agent(&python, "agent_openai.py", &base, "task A", &[]),
@@ -298,7 +304,8 @@ async fn a_gateway_restart_mid_conversation_continues_its_ladder() {
     let Some(python) = python() else { return };
     // The reference: how many steps the ladder takes without a restart.
     let (upstream, _) = upstream(Api::OpenAi, false).await;
-    let gw = gateway(&temp_store("reference"), &upstream.url, LoopConfig::default(), 0).await;
+    let store = temp_store("reference");
+    let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
     let reference = agent(&python, "agent_openai.py", &format!("{}/v1", gw.url), "the long task", &[]).await;
     gw.stop().await;
 

@@ -25,8 +25,8 @@
 //! use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
-//! let path = std::env::temp_dir().join(format!("looprail-doc-{}.db", std::process::id()));
-//! let store = SqliteStore::open(&path).await?;
+//! let dir = tempfile::tempdir()?; // removed, with the database, when dropped
+//! let store = SqliteStore::open(&dir.path().join("runs.db")).await?;
 //! let provider = ScriptedProvider::new("m").call_tool("send_email", r#"{"to": "a@b.c"}"#).reply_text("Sent.");
 //! let email = RecordingTool::new("send_email").output("queued");
 //! let runner = Runner::new(store.clone(), Arc::new(provider), ToolSet::new().with(email.clone()), "You send emails.");
@@ -35,7 +35,6 @@
 //! // The envelope keys calls by the engine's run-unique id (the provider's may repeat).
 //! let row = store.tool_call("run-1", "lr-0").await?.unwrap();
 //! assert!(row.completed.is_some(), "the envelope recorded the call and its result");
-//! # let _ = std::fs::remove_file(&path);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

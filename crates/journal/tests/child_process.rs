@@ -42,7 +42,7 @@ async fn a_killed_process_leaves_a_resumable_run_that_does_not_resend() {
     let db = common::temp_db("child");
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "crash_child", "--nocapture"])
-        .env(CHILD_ENV, &db)
+        .env(CHILD_ENV, &*db)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -3,14 +3,31 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Output;
 
 use looprail_providers::fake::{FakeServer, Reply};
 
-pub fn temp_dir(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("looprail-cli-{name}-{}-{nanos}", std::process::id()));
+/// A fresh directory holding `work/notes.txt` and, outside `work`, `secret.txt`; removed with
+/// everything in it when this is dropped (a test leaves nothing behind).
+#[derive(Debug)]
+pub struct TempDir(tempfile::TempDir);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+pub fn temp_dir(name: &str) -> TempDir {
+    let dir = TempDir(tempfile::Builder::new().prefix(&format!("looprail-cli-{name}-")).tempdir().unwrap());
     std::fs::create_dir_all(dir.join("work")).unwrap();
     std::fs::write(dir.join("work/notes.txt"), "the meeting moved to Thursday").unwrap();
     std::fs::write(dir.join("secret.txt"), "do not leak").unwrap();

@@ -5,7 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -14,9 +14,30 @@ use looprail_loop_core::prelude::*;
 use looprail_loop_core::tool::{ToolContext, ToolOutput};
 use tokio::sync::Notify;
 
-pub fn temp_db(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    std::env::temp_dir().join(format!("looprail-{name}-{}-{nanos}.db", std::process::id()))
+/// A SQLite file's path in a directory of its own, removed with the file and its `-wal` and
+/// `-shm` companions when this is dropped (a test leaves nothing behind).
+#[derive(Debug)]
+pub struct TempDb {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for TempDb {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempDb {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+pub fn temp_db(name: &str) -> TempDb {
+    let dir = tempfile::Builder::new().prefix(&format!("looprail-{name}-")).tempdir().unwrap();
+    TempDb { path: dir.path().join("runs.db"), _dir: dir }
 }
 
 /// Answers turn n (counted by the assistant messages already in the request) with script[n].

@@ -1,15 +1,15 @@
 //! The two backends as the suite opens them: "another process" is another store opened on the
 //! same file or database, under another worker name.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use looprail_journal::{PostgresStore, SharedStore, SqliteStore};
 
 /// Where a test's store lives.
 #[derive(Debug, Clone)]
 pub enum Backend {
-    /// A fresh SQLite file.
-    Sqlite(PathBuf),
+    /// A fresh SQLite file (removed when the last copy of this is dropped).
+    Sqlite(Arc<crate::common::TempDb>),
     /// A fresh database on the test server.
     Postgres(String),
 }
@@ -17,7 +17,7 @@ pub enum Backend {
 impl Backend {
     /// A fresh SQLite file for `test`.
     pub fn sqlite(test: &str) -> Self {
-        Backend::Sqlite(crate::common::temp_db(test))
+        Backend::Sqlite(Arc::new(crate::common::temp_db(test)))
     }
 
     /// A fresh database on the test server; `None` when PostgreSQL is not installed here
