@@ -77,6 +77,20 @@ pub fn from_openai_messages(raw: &[Value]) -> Result<Vec<Message>, TranscriptErr
                     };
                     calls.push(ToolCall::new(id, name, arguments));
                 }
+                // The legacy single call (`function_call`, before `tool_calls`) has no id: the
+                // `function` message answering it names the function, so the name is its id.
+                if let Some(call) = value.get("function_call").filter(|c| !c.is_null()) {
+                    let name = call
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| fail("`function_call` without a name"))?;
+                    let arguments = match call.get("arguments") {
+                        Some(Value::String(s)) => s.clone(),
+                        None | Some(Value::Null) => String::new(),
+                        Some(other) => other.to_string(),
+                    };
+                    calls.push(ToolCall::new(name, name, arguments));
+                }
                 Message::assistant_with_calls(Some(text), calls)
             }
             "tool" | "function" => {
@@ -122,6 +136,25 @@ mod tests {
         let messages = from_openai_messages(log.as_array().unwrap()).unwrap();
         assert_eq!(messages[0].joined_text().as_deref(), Some("ab"));
         assert_eq!(messages[1].tool_calls().next().unwrap().arguments, r#"{"x":1}"#);
+    }
+
+    #[test]
+    fn a_legacy_function_call_is_a_call_answered_by_its_function_message() {
+        // Chat logs from before `tool_calls`: one `function_call` per reply, answered by a
+        // `function` message naming the function; `null` (as older replies wrote it) is none.
+        let log = r#"{"messages": [
+            {"role": "user", "content": "Read a.txt"},
+            {"role": "assistant", "content": null, "function_call": {"name": "cat", "arguments": "{\"p\": \"a.txt\"}"}},
+            {"role": "function", "name": "cat", "content": "hello"},
+            {"role": "assistant", "content": "It says hello.", "function_call": null}
+        ]}"#;
+        let (_, messages) = read_log(log).unwrap();
+        let calls: Vec<&ToolCall> = messages.iter().flat_map(Message::tool_calls).collect();
+        assert_eq!(calls.len(), 1);
+        assert_eq!((calls[0].name.as_str(), calls[0].arguments.as_str()), ("cat", r#"{"p": "a.txt"}"#));
+        let result = messages[2].tool_results().next().unwrap();
+        assert_eq!((result.call_id.as_str(), result.content.as_str()), (calls[0].id.as_str(), "hello"));
+        assert_eq!(messages[3].joined_text().as_deref(), Some("It says hello."));
     }
 }
 

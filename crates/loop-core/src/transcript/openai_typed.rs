@@ -28,6 +28,9 @@ struct TypedMessage<'a> {
     /// `None` for absent and for `null`, which the tree tells apart: the tool role declines it.
     #[serde(borrow, default)]
     tool_call_id: Option<Cow<'a, str>>,
+    /// The legacy single call: left to the tree (`null`, which older logs write, reads as none).
+    #[serde(borrow, default)]
+    function_call: Option<&'a serde_json::value::RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -96,6 +99,9 @@ pub(super) fn read(raw: &str) -> Option<Message> {
 
 /// A parsed message as a [`Message`], when the tree would read it the same way.
 fn convert(message: TypedMessage<'_>) -> Option<Message> {
+    if message.function_call.is_some() {
+        return None;
+    }
     let content = message.content.map(|c| owned_text(c, |v| super::text_of(Some(v)))).unwrap_or_default();
     Some(match message.role.as_ref() {
         "system" | "developer" => Message::system(content),
