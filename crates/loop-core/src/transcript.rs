@@ -35,6 +35,25 @@ fn text_of(content: Option<&Value>) -> String {
     }
 }
 
+/// One entry of an OpenAI chat message's `tool_calls`: a function's call (`function`, its
+/// `name` and JSON `arguments`) or a custom tool's (`custom`, its `name` and free-text `input`,
+/// which is the call's arguments). The error says what is missing.
+pub fn openai_tool_call(call: &Value) -> Result<ToolCall, &'static str> {
+    let id = call.get("id").and_then(Value::as_str).ok_or("tool call without `id`")?;
+    let (body, arguments_key) = match (call.get("function"), call.get("custom")) {
+        (Some(function), _) => (function, "arguments"),
+        (None, Some(custom)) => (custom, "input"),
+        (None, None) => return Err("tool call without `function`"),
+    };
+    let name = body.get("name").and_then(Value::as_str).ok_or("tool call without a name")?;
+    let arguments = match body.get(arguments_key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    Ok(ToolCall::new(id, name, arguments))
+}
+
 /// Reads OpenAI chat-format messages (`role`, `content`, `tool_calls`, `tool_call_id`).
 ///
 /// ```
@@ -60,22 +79,7 @@ pub fn from_openai_messages(raw: &[Value]) -> Result<Vec<Message>, TranscriptErr
             "assistant" => {
                 let mut calls = Vec::new();
                 for call in value.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-                    let id = call
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| fail("tool call without `id`"))?;
-                    let function =
-                        call.get("function").ok_or_else(|| fail("tool call without `function`"))?;
-                    let name = function
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| fail("tool call without a name"))?;
-                    let arguments = match function.get("arguments") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(other) => other.to_string(),
-                        None => String::new(),
-                    };
-                    calls.push(ToolCall::new(id, name, arguments));
+                    calls.push(openai_tool_call(call).map_err(fail)?);
                 }
                 // The legacy single call (`function_call`, before `tool_calls`) has no id: the
                 // `function` message answering it names the function, so the name is its id.
@@ -136,6 +140,26 @@ mod tests {
         let messages = from_openai_messages(log.as_array().unwrap()).unwrap();
         assert_eq!(messages[0].joined_text().as_deref(), Some("ab"));
         assert_eq!(messages[1].tool_calls().next().unwrap().arguments, r#"{"x":1}"#);
+    }
+
+    #[test]
+    fn a_custom_tools_call_is_a_call_with_its_input_as_arguments() {
+        // GPT-5's custom tools in Chat Completions: free text in, no JSON arguments.
+        let log = r#"{"messages": [
+            {"role": "user", "content": "patch it"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin Patch"}},
+                {"id": "call_2", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Done"}
+        ]}"#;
+        let (_, messages) = read_log(log).unwrap();
+        let calls: Vec<(&str, &str, &str)> = messages[1]
+            .tool_calls()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("call_1", "apply_patch", "*** Begin Patch"), ("call_2", "ls", "{}")]);
+        let neither = serde_json::json!({"id": "c", "type": "mystery"});
+        assert_eq!(openai_tool_call(&neither).unwrap_err(), "tool call without `function`");
     }
 
     #[test]

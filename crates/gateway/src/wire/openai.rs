@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions.
 
-use looprail_loop_core::message::{Message, ToolCall, ToolResult};
+use looprail_loop_core::message::{Message, ToolResult};
+use looprail_loop_core::transcript::openai_tool_call;
 use serde_json::{Value, json};
 
 use super::text_of;
@@ -21,18 +22,8 @@ pub(super) fn message(i: usize, m: &Value) -> Result<Message, String> {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|c| {
-                    let arguments = match &c["function"]["arguments"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    ToolCall::new(
-                        c["id"].as_str().unwrap_or_default(),
-                        c["function"]["name"].as_str().unwrap_or_default(),
-                        arguments,
-                    )
-                })
-                .collect();
+                .map(|c| openai_tool_call(c).map_err(|e| format!("messages[{i}]: {e}")))
+                .collect::<Result<_, _>>()?;
             Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls)
         }
         Some("tool") => {
@@ -72,10 +63,16 @@ pub(super) fn to_stream(response: &Value, include_usage: bool) -> String {
         out.push_str(&chunk(response, json!({ "content": text }), None));
     }
     for (index, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
-        let delta = json!({ "tool_calls": [{
-            "index": index, "id": call["id"], "type": "function",
-            "function": { "name": call["function"]["name"], "arguments": call["function"]["arguments"] },
-        }]});
+        // A custom tool's call (`custom`: name and free-text input) goes as it came.
+        let delta = match call.get("custom") {
+            Some(custom) => json!({ "tool_calls": [{
+                "index": index, "id": call["id"], "type": "custom", "custom": custom,
+            }]}),
+            None => json!({ "tool_calls": [{
+                "index": index, "id": call["id"], "type": "function",
+                "function": { "name": call["function"]["name"], "arguments": call["function"]["arguments"] },
+            }]}),
+        };
         out.push_str(&chunk(response, delta, None));
     }
     let finish = response["choices"][0]["finish_reason"].as_str().unwrap_or("stop");
@@ -89,4 +86,24 @@ pub(super) fn to_stream(response: &Value, include_usage: bool) -> String {
     }
     out.push_str("data: [DONE]\n\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_custom_tools_call_is_read_and_streamed_as_it_came() {
+        let call = json!({"id": "call_1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin Patch"}});
+        let read = message(0, &json!({"role": "assistant", "content": null, "tool_calls": [call]})).unwrap();
+        let read = read.tool_calls().next().unwrap();
+        assert_eq!((read.name.as_str(), read.arguments.as_str()), ("apply_patch", "*** Begin Patch"));
+        let response = json!({"id": "r", "created": 1, "model": "m", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "finish_reason": "tool_calls"}]});
+        let stream = to_stream(&response, false);
+        let delta = stream.lines().find(|l| l.contains("tool_calls")).unwrap();
+        let delta: Value = serde_json::from_str(delta.trim_start_matches("data: ")).unwrap();
+        assert_eq!(delta["choices"][0]["delta"]["tool_calls"][0]["custom"], call["custom"]);
+        assert!(message(0, &json!({"role": "assistant", "tool_calls": [{"type": "function"}]})).is_err());
+    }
 }

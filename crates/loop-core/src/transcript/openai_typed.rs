@@ -37,8 +37,9 @@ struct TypedMessage<'a> {
 struct TypedCall<'a> {
     #[serde(borrow)]
     id: Cow<'a, str>,
-    #[serde(borrow)]
-    function: TypedFunction<'a>,
+    /// `None` for a custom tool's call (`custom`), which the tree reads.
+    #[serde(borrow, default)]
+    function: Option<TypedFunction<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -109,8 +110,9 @@ fn convert(message: TypedMessage<'_>) -> Option<Message> {
         "assistant" => {
             let mut calls = Vec::new();
             for call in message.tool_calls.into_iter().flatten() {
-                let arguments = owned_text(call.function.arguments?, Value::to_string);
-                calls.push(ToolCall::new(call.id, call.function.name, arguments));
+                let function = call.function?;
+                let arguments = owned_text(function.arguments?, Value::to_string);
+                calls.push(ToolCall::new(call.id, function.name, arguments));
             }
             Message::assistant_with_calls(Some(content), calls)
         }
