@@ -9,7 +9,9 @@
 //! Where Claude Code compacted the conversation (a `system` line of subtype
 //! `compact_boundary`, then in session files the summary as a user message marked
 //! `isCompactSummary`), the context restarts from the summary. Lines marked `isMeta` (text the
-//! harness adds, such as a local command's caveat) count as context but are no user turns.
+//! harness adds, such as a local command's caveat) count as context but are no user turns;
+//! what Claude Code wrote in the model's place (an API error, its `<synthetic>` model's
+//! messages) is no turn at all.
 //!
 //! Sub-agent (Task) conversations are kept apart from the main one: in the stream by their
 //! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each named
@@ -87,6 +89,14 @@ impl Conversation {
     }
 }
 
+/// Whether an assistant line is one Claude Code wrote in the model's place: an API error
+/// (`isApiErrorMessage`) or another message of its `<synthetic>` model (after an interrupt).
+/// The model never said it, so it is no turn.
+fn is_synthetic(line: &Value, message: &Value) -> bool {
+    line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
+        || message.get("model").and_then(Value::as_str) == Some("<synthetic>")
+}
+
 fn sidechain(line: &Value) -> bool {
     line.get("isSidechain").and_then(Value::as_bool).unwrap_or(false)
 }
@@ -113,6 +123,9 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
             continue;
         }
         let Some(message) = line.get("message") else { continue };
+        if is_synthetic(line, message) {
+            continue;
+        }
         let key = if let Some(parent) = line.get("parent_tool_use_id").and_then(Value::as_str) {
             Some(parent.to_owned())
         } else if let Some(agent) = line.get("agentId").and_then(Value::as_str).filter(|_| sidechain(line)) {
@@ -289,6 +302,22 @@ mod tests {
         // The person's own "Warmup" prompt stays the main conversation; a sub-agent whose task
         // merely mentions warming up is a sub-agent.
         assert_eq!(keys, [None, Some("c1".to_owned())]);
+    }
+
+    #[test]
+    fn what_claude_code_wrote_in_the_models_place_is_no_turn() {
+        let log = lines(concat!(
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Fix it"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","isApiErrorMessage":true,"error":"server_error","apiErrorStatus":529,"message":{"id":"x","role":"assistant","model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 Overloaded"}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":"continue"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a2","parentUuid":"u2","sessionId":"s","message":{"id":"m2","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Fixed."}]}}"#,
+        ));
+        let found = conversations(&log);
+        let roles: Vec<&str> = found[0].messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "user", "assistant"]);
     }
 
     #[test]
