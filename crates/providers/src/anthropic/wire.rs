@@ -1,5 +1,7 @@
 //! The Anthropic Messages wire format: request bodies, responses and stream events.
 
+use std::collections::BTreeSet;
+
 use looprail_loop_core::message::{ContentPart, Message, Role, ToolCall, WireIds};
 use looprail_loop_core::provider::{
     ModelRequest, ModelResponse, ProviderError, ProviderErrorKind, StopReason, StreamEvent, Usage,
@@ -200,7 +202,7 @@ pub struct EventParser {
     calls: ToolCallAssembler,
     /// The indexes of the stream's `tool_use` blocks: input deltas of other blocks (a server
     /// tool's call, run by the provider) are no call of the loop's.
-    tool_blocks: Vec<usize>,
+    tool_blocks: BTreeSet<usize>,
     stop: Option<String>,
     usage: Option<Usage>,
     id: Option<String>,
@@ -213,7 +215,7 @@ impl EventParser {
             model: model.to_owned(),
             text: String::new(),
             calls: ToolCallAssembler::default(),
-            tool_blocks: Vec::new(),
+            tool_blocks: BTreeSet::new(),
             stop: None,
             usage: None,
             id: None,
@@ -272,7 +274,7 @@ impl SseParser for EventParser {
                     Some("tool_use") => {
                         let id = block.get("id").and_then(Value::as_str);
                         let name = block.get("name").and_then(Value::as_str);
-                        self.tool_blocks.push(index);
+                        self.tool_blocks.insert(index);
                         self.calls.push(index, id, name, "");
                         Step::Continue(vec![StreamEvent::ToolCallDelta {
                             index,
