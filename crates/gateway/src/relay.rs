@@ -143,4 +143,61 @@ mod tests {
         cut_short.feed(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":5}}}\n\n");
         assert!(cut_short.finish().is_err(), "a stream that ends early is an error, not a reply");
     }
+
+    /// What a whole stream reads as: its reply, or its error, as text.
+    fn read(api: Api, pieces: &[&[u8]]) -> String {
+        let mut reader = Reader::new(api, "m");
+        for piece in pieces {
+            reader.feed(piece);
+        }
+        format!("{:?}", reader.finish())
+    }
+
+    proptest::proptest! {
+        /// The network cuts a stream anywhere: however its bytes arrive, the reader reads the
+        /// same events into the same reply (or the same error), on every API.
+        #[test]
+        fn a_stream_reads_the_same_however_its_bytes_arrive(
+            events in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["", "message_start", "content_block_start", "content_block_delta",
+                        "message_delta", "message_stop", "response.output_text.delta", "response.completed"]),
+                    proptest::sample::select(vec![
+                        r#"{"choices":[{"index":0,"delta":{"content":"hé"}}]}"#,
+                        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+                        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#,
+                        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#,
+                        r#"{"type":"response.output_text.delta","delta":"y"}"#,
+                        "[DONE]",
+                        "not json",
+                    ]),
+                    proptest::bool::ANY,
+                ),
+                0..8,
+            ),
+            cuts in proptest::collection::vec(1usize..40, 1..20),
+            api in proptest::sample::select(vec![Api::OpenAi, Api::Anthropic, Api::Responses]),
+        ) {
+            let mut sse = String::new();
+            for (name, data, crlf) in events {
+                let end = if crlf { "\r\n" } else { "\n" };
+                if !name.is_empty() {
+                    sse.push_str(&format!("event: {name}{end}"));
+                }
+                sse.push_str(&format!("data: {data}{end}{end}"));
+            }
+            let bytes = sse.as_bytes();
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for cut in cuts.iter().cycle().take(bytes.len()) {
+                if at >= bytes.len() {
+                    break;
+                }
+                let end = (at + cut).min(bytes.len());
+                pieces.push(&bytes[at..end]);
+                at = end;
+            }
+            proptest::prop_assert_eq!(read(api, &pieces), read(api, &[bytes]));
+        }
+    }
 }
