@@ -10,32 +10,15 @@ mod common;
 use std::time::Duration;
 
 use looprail_gateway::GatewayConfig;
+use looprail_loop_core::testkit::strategies::json_value;
 use looprail_providers::fake::{FakeServer, Reply};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
-/// A value of any JSON type, small.
-fn any_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        (-1e6f64..1e6).prop_map(Value::from),
-        "[a-z_\\-\"\\\\\n é{}\\[\\]]{0,12}".prop_map(Value::from),
-    ];
-    leaf.prop_recursive(2, 12, 4, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-            proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
 /// One of `usual`, or any value at all.
 fn often(usual: impl Strategy<Value = Value> + 'static) -> BoxedStrategy<Value> {
-    prop_oneof![3 => usual, 1 => any_value()].boxed()
+    prop_oneof![3 => usual, 1 => json_value()].boxed()
 }
 
 fn word(words: &'static [&'static str]) -> BoxedStrategy<Value> {
@@ -81,12 +64,12 @@ fn block() -> BoxedStrategy<Value> {
         field("call_id", often("[a-z0-9_]{1,6}".prop_map(Value::from))),
         field("tool_use_id", often("[a-z0-9_]{1,6}".prop_map(Value::from))),
         field("name", often("[a-z_]{1,8}".prop_map(Value::from))),
-        field("input", any_value().boxed()),
+        field("input", json_value().boxed()),
         field("arguments", often("\\{\"[a-z]\": [0-9]\\}".prop_map(Value::from))),
-        field("output", any_value().boxed()),
-        field("content", any_value().boxed()),
+        field("output", json_value().boxed()),
+        field("content", json_value().boxed()),
         field("role", word(&["user", "assistant", "system", "developer", "tool"])),
-        field("is_error", any_value().boxed()),
+        field("is_error", json_value().boxed()),
     ])
 }
 
@@ -99,15 +82,15 @@ fn message() -> BoxedStrategy<Value> {
             "function",
             often(object(vec![
                 field("name", often("[a-z_]{1,8}".prop_map(Value::from))),
-                field("arguments", any_value().boxed()),
+                field("arguments", json_value().boxed()),
             ])),
         ),
-        field("custom", any_value().boxed()),
+        field("custom", json_value().boxed()),
     ]);
     let content = prop_oneof![
         "[a-z .]{0,30}".prop_map(Value::from),
         proptest::collection::vec(block(), 0..4).prop_map(Value::from),
-        any_value(),
+        json_value(),
     ];
     prop_oneof![
         3 => object(vec![
@@ -115,11 +98,11 @@ fn message() -> BoxedStrategy<Value> {
             field("content", content.boxed()),
             field("tool_calls", often(proptest::collection::vec(call, 0..3).prop_map(Value::from))),
             field("tool_call_id", often("[a-z0-9_]{1,6}".prop_map(Value::from))),
-            field("function_call", any_value().boxed()),
-            field("name", any_value().boxed()),
+            field("function_call", json_value().boxed()),
+            field("name", json_value().boxed()),
         ]),
         1 => block(),
-        1 => any_value(),
+        1 => json_value(),
     ]
     .boxed()
 }
@@ -127,18 +110,18 @@ fn message() -> BoxedStrategy<Value> {
 /// A request body for `api`'s route: the usual fields, often of the usual shapes.
 fn body(conversation: &'static str) -> BoxedStrategy<Value> {
     let list =
-        prop_oneof![4 => proptest::collection::vec(message(), 0..6).prop_map(Value::from), 1 => any_value()];
+        prop_oneof![4 => proptest::collection::vec(message(), 0..6).prop_map(Value::from), 1 => json_value()];
     object(vec![
         field("model", often("[a-z0-9-]{1,10}".prop_map(Value::from))),
         field(conversation, list.boxed()),
-        field("system", any_value().boxed()),
-        field("instructions", any_value().boxed()),
+        field("system", json_value().boxed()),
+        field("instructions", json_value().boxed()),
         field("tools", often(proptest::collection::vec(block(), 0..3).prop_map(Value::from))),
-        field("tool_choice", any_value().boxed()),
-        field("max_tokens", any_value().boxed()),
-        field("stream", any_value().boxed()),
-        field("stream_options", any_value().boxed()),
-        field("store", any_value().boxed()),
+        field("tool_choice", json_value().boxed()),
+        field("max_tokens", json_value().boxed()),
+        field("stream", json_value().boxed()),
+        field("stream_options", json_value().boxed()),
+        field("store", json_value().boxed()),
         field("previous_response_id", often("resp_[a-z0-9]{1,6}".prop_map(Value::from))),
     ])
 }

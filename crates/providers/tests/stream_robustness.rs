@@ -5,33 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use looprail_loop_core::testkit::strategies::json_value;
 use looprail_providers::anthropic::EventParser;
 use looprail_providers::openai::ChunkParser;
 use looprail_providers::sse::{SseParser, Step};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-/// A value of any JSON type, small.
-fn any_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        "[a-z_{}\"\\\\ é]{0,10}".prop_map(Value::from),
-    ];
-    leaf.prop_recursive(2, 8, 3, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
-            proptest::collection::btree_map("[a-z_]{1,6}", inner, 0..3)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
 /// Often `usual`, sometimes any value.
 fn often(usual: impl Strategy<Value = Value> + 'static) -> BoxedStrategy<Value> {
-    prop_oneof![4 => usual, 1 => any_value()].boxed()
+    prop_oneof![4 => usual, 1 => json_value()].boxed()
 }
 
 fn index() -> BoxedStrategy<Value> {
@@ -58,11 +41,11 @@ fn openai_chunk() -> BoxedStrategy<String> {
     )
         .prop_map(|(index, delta, finish)| json!({"index": index, "delta": delta, "finish_reason": finish}));
     prop_oneof![
-        8 => (proptest::collection::vec(choice, 0..3), proptest::option::of(any_value())).prop_map(|(choices, usage)| {
+        8 => (proptest::collection::vec(choice, 0..3), proptest::option::of(json_value())).prop_map(|(choices, usage)| {
             json!({"id": "c", "model": "m", "choices": choices, "usage": usage}).to_string()
         }),
         1 => Just("[DONE]".to_owned()),
-        1 => any_value().prop_map(|v| v.to_string()),
+        1 => json_value().prop_map(|v| v.to_string()),
         1 => "[a-z{\"]{0,8}",
     ]
     .boxed()
@@ -90,7 +73,7 @@ fn anthropic_event() -> BoxedStrategy<(String, String)> {
         often(proptest::sample::select(delta_kinds).prop_map(Value::from)),
         text(),
         often("[a-z0-9_]{0,6}".prop_map(Value::from)),
-        proptest::option::of(any_value()),
+        proptest::option::of(json_value()),
     )
         .prop_map(|(kind, index, block, delta, text, id, usage)| {
             let data = json!({

@@ -139,3 +139,34 @@ pub fn run_limits() -> impl Strategy<Value = RunLimits> {
             max_iterations,
         })
 }
+
+/// Any JSON value, small: every type, integers across their whole range, strings with quotes,
+/// backslashes, newlines and non-ASCII, arrays and objects nested two deep. For property tests
+/// of what reads outside input (a request body, a provider's stream, a log) in any shape.
+///
+/// ```
+/// use looprail_loop_core::testkit::strategies::json_value;
+/// use proptest::strategy::{Strategy, ValueTree};
+///
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let value = json_value().new_tree(&mut runner).unwrap().current();
+/// assert!(serde_json::from_str::<serde_json::Value>(&value.to_string()).is_ok());
+/// ```
+pub fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        "[a-z_{}\\[\\]\"\\\\\n é]{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
