@@ -1,5 +1,5 @@
-//! The routes the gateway passes through without guarding anything: token counting, the
-//! models list, and the answer to a route it does not serve. Each goes to the upstream of the
+//! The routes the gateway passes through without guarding anything: token counting,
+//! embeddings, the models list, and the answer to a route it does not serve. Each goes to the upstream of the
 //! client's API with the same keys as its guarded requests.
 
 use std::sync::Arc;
@@ -20,17 +20,27 @@ pub(crate) async fn count_tokens(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response<Body> {
-    if !gateway.authorized(&headers) {
-        return refused(Api::Anthropic);
+    relay(&gateway, Api::Anthropic, "/v1/messages/count_tokens", &headers, body).await
+}
+
+/// OpenAI embeddings (`embeddings.create`: an agent's retrieval often shares the base URL of
+/// its chat calls), relayed the same way: they hold no conversation to guard.
+pub(crate) async fn embeddings(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    relay(&gateway, Api::OpenAi, "/v1/embeddings", &headers, body).await
+}
+
+/// `body` posted to `path` on `api`'s upstream as it came, with the keys and retries of the
+/// guarded routes; the answer goes back as the upstream gave it.
+async fn relay(gateway: &Gateway, api: Api, path: &str, headers: &HeaderMap, body: Bytes) -> Response<Body> {
+    if !gateway.authorized(headers) {
+        return refused(api);
     }
     let pass_key = gateway.pass_client_key && gateway.require_key.is_none();
-    let call = Call {
-        http: &gateway.http,
-        api: Api::Anthropic,
-        path: "/v1/messages/count_tokens",
-        client: &headers,
-        pass_key,
-    };
+    let call = Call { http: &gateway.http, api, path, client: headers, pass_key };
     let answer = gateway.upstream.send(&call, body).await;
     json(answer.status, &answer.body, None)
 }
@@ -82,7 +92,8 @@ pub(crate) async fn not_served(method: axum::http::Method, uri: axum::http::Uri)
     let api = if uri.path().starts_with("/v1/messages") { Api::Anthropic } else { Api::OpenAi };
     let message = format!(
         "the looprail gateway does not serve {method} {}; it serves POST /v1/chat/completions, POST \
-         /v1/messages, POST /v1/responses, POST /v1/messages/count_tokens, GET /v1/models[/{{model}}] and GET /healthz",
+         /v1/messages, POST /v1/responses, POST /v1/messages/count_tokens, POST /v1/embeddings, GET \
+         /v1/models[/{{model}}] and GET /healthz",
         uri.path()
     );
     json(404, &api.error("not_found_error", &message), None)

@@ -36,6 +36,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/models", get(passthrough::models))
         .route("/v1/models/{model}", get(passthrough::model))
         .route("/v1/messages/count_tokens", post(passthrough::count_tokens))
+        .route("/v1/embeddings", post(passthrough::embeddings))
         .route("/healthz", get(|| async { "ok" }))
         .fallback(passthrough::not_served)
         .layer(DefaultBodyLimit::max(limit))

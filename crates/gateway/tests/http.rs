@@ -276,14 +276,32 @@ async fn anthropic_token_counting_is_relayed_with_the_clients_headers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_are_relayed_to_the_openai_upstream() {
+    let vector = r#"{"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.1, -0.2]}],
+        "model": "text-embedding-3-small", "usage": {"prompt_tokens": 2, "total_tokens": 2}}"#;
+    let upstream = FakeServer::start(vec![Reply::json(200, vector)]).await;
+    let gw = start(&upstream.url, None).await;
+    let body = json!({"model": "text-embedding-3-small", "input": "find the report"}).to_string();
+    let (status, answer) =
+        post(&format!("{gw}/v1/embeddings"), &[("authorization", "Bearer k")], &body).await;
+    assert_eq!((status, answer["data"][0]["embedding"][1].as_f64()), (200, Some(-0.2)));
+    let seen = upstream.requests();
+    assert_eq!((seen.len(), seen[0].path.as_str()), (1, "/v1/embeddings"));
+    assert_eq!(seen[0].body["input"], "find the report", "the body goes as the client sent it");
+    let guarded = start(&upstream.url, Some("gw-secret")).await;
+    let (status, answer) = post(&format!("{guarded}/v1/embeddings"), &[], &body).await;
+    assert_eq!((status, answer["error"]["type"].as_str()), (401, Some("authentication_error")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_route_the_gateway_does_not_serve_is_named_in_the_apis_error_format() {
     let upstream = FakeServer::start(vec![]).await;
     let gw = start(&upstream.url, None).await;
-    // Embeddings are not served: the client is told so, not left with an empty 404.
-    let (status, body) = post(&format!("{gw}/v1/embeddings"), &[], "{}").await;
+    // Files are not served: the client is told so, not left with an empty 404.
+    let (status, body) = post(&format!("{gw}/v1/files"), &[], "{}").await;
     assert_eq!(status, 404);
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("POST /v1/embeddings") && message.contains("/v1/responses"), "{message}");
+    assert!(message.contains("POST /v1/files") && message.contains("/v1/responses"), "{message}");
     assert!(upstream.requests().is_empty());
 }
 
