@@ -48,7 +48,7 @@ impl Gateway {
                 }
                 Some(Err(e)) => {
                     let api = done.api;
-                    gateway.save(&done.state, None, None).await;
+                    gateway.save(&done.state, &[], None).await;
                     Some((
                         Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
                         (upstream, None),
@@ -77,7 +77,7 @@ impl Gateway {
             }
             Err(e) => {
                 tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
-                self.save(&done.state, None, None).await;
+                self.save(&done.state, &[], None).await;
             }
         }
     }
@@ -92,11 +92,22 @@ impl Gateway {
         replied: Replied,
     ) {
         let (input, output) = usage;
-        let Done { mut state, new, starts, from, len, head, last, system, link, .. } = done;
+        let Done { api, mut state, new, starts, from, len, head, last, system, link, .. } = done;
         self.gate.replied(&mut state, input, output);
-        let fingerprint = reply.as_ref().map(|reply| {
-            identity::anchor(head, len + 1, last, identity::message_hash(std::slice::from_ref(reply)))
-        });
+        let fingerprints = match (&reply, replied.items.as_deref()) {
+            (Some(_), Some(items)) if api == Api::Responses && !items.is_empty() => {
+                responses_fingerprints(head, len, last, items)
+            }
+            (Some(reply), _) => {
+                vec![identity::anchor(
+                    head,
+                    len + 1,
+                    last,
+                    identity::message_hash(std::slice::from_ref(reply)),
+                )]
+            }
+            (None, _) => Vec::new(),
+        };
         if let Some(dir) = &self.record_dir {
             // The previous reply comes back at the start of the new messages: recorded once.
             let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
@@ -120,33 +131,66 @@ impl Gateway {
             }
             _ => None,
         };
-        self.save(&state, fingerprint, kept).await;
+        self.save(&state, &fingerprints, kept).await;
     }
 
-    /// Stores the state, the fingerprint of the history the client now has and `kept` (a
-    /// response's link), in one transaction.
+    /// Stores the state, the fingerprints the history the client now has will be known by and
+    /// `kept` (a response's link), in one transaction.
     pub(crate) async fn save(
         &self,
         state: &ConversationState,
-        fingerprint: Option<u64>,
+        fingerprints: &[u64],
         kept: Option<(String, Value)>,
     ) {
         let mut entries =
             vec![(identity::state_key(&state.id), serde_json::to_value(state).unwrap_or_default())];
-        entries.extend(fingerprint.map(|f| (identity::prefix_key(f), serde_json::json!({ "id": state.id }))));
+        entries.extend(
+            fingerprints.iter().map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id }))),
+        );
         entries.extend(kept);
         if let Err(e) = self.store.save_journals(&entries).await {
             tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation state not saved");
         }
-        if let Some(fingerprint) = fingerprint
+        if !fingerprints.is_empty()
             && let Ok(mut recent) = self.recent.lock()
         {
             if recent.len() > 10_000 {
                 recent.clear();
             }
-            recent.insert(fingerprint, state.id.clone());
+            for fingerprint in fingerprints {
+                recent.insert(*fingerprint, state.id.clone());
+            }
         }
     }
+}
+
+/// The fingerprints a Responses reply leaves its history known by. Its output items come back
+/// as that many wire messages, each known by its id when it carries one (sent back whole or as
+/// an `item_reference`); a client that strips the ids (as `store: false` requires) sends them
+/// by content, so that form is kept too when it differs.
+fn responses_fingerprints(head: u64, len: usize, last: Option<u64>, items: &[Value]) -> Vec<u64> {
+    let content: Vec<u64> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| Api::Responses.message(i, item).map_or(0, |m| identity::message_hash(&m)))
+        .collect();
+    let by_id: Vec<u64> = items
+        .iter()
+        .zip(&content)
+        .map(|(item, c)| {
+            crate::request::output_item_id(&item.to_string()).map_or(*c, |id| identity::id_hash(&id))
+        })
+        .collect();
+    let k = items.len();
+    let mut fingerprints = Vec::with_capacity(2);
+    for form in [by_id, content] {
+        let before = if k >= 2 { Some(form[k - 2]) } else { last };
+        let fingerprint = identity::anchor(head, len + k, before, form[k - 1]);
+        if !fingerprints.contains(&fingerprint) {
+            fingerprints.push(fingerprint);
+        }
+    }
+    fingerprints
 }
 
 /// What a request leaves to do once its reply is known.

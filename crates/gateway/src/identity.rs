@@ -9,7 +9,10 @@
 //! and the reply); the next request's history has that history as a prefix, so the
 //! fingerprint of one of its last few prefixes matches. Messages are normalised first (role,
 //! text, tool calls and results), so a client that echoes a reply with extra fields, moves a
-//! `cache_control` mark, or re-serialises tool input still matches.
+//! `cache_control` mark, or re-serialises tool input still matches. A Responses output item
+//! that carries its id is known by that id ([`id_hash`]): clients send such an item back whole
+//! or, with `store` on, as an `item_reference` (the Vercel AI SDK does for text), and a reply of
+//! several items (reasoning, text, calls) comes back as that many wire messages.
 //!
 //! What this gives up against hashing every message: two conversations are taken for one only
 //! when they share their head and, at the same length, their last two messages (with tool
@@ -68,6 +71,12 @@ pub fn message_hash(messages: &[Message]) -> u64 {
         }
     }
     h
+}
+
+/// The fingerprint of a Responses output item known by its id: the client sends it back
+/// whole (with its id) or as an `item_reference` to it, and both read the same.
+pub fn id_hash(id: &str) -> u64 {
+    field(fnv(0xcbf2_9ce4_8422_2325, b"item-id"), id.as_bytes())
 }
 
 /// The head of a conversation: the API, the declared tools, the system prompt given apart

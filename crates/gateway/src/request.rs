@@ -158,6 +158,17 @@ impl<'a> Request<'a> {
         Ok(self.converted[i].as_deref().unwrap_or_default())
     }
 
+    /// Wire message `i`'s fingerprint for identity: a Responses output item that carries its
+    /// id (or an `item_reference` to one) by that id, any other by its normalised content.
+    pub fn identity_hash(&mut self, i: usize) -> Result<u64, String> {
+        if self.api == Api::Responses
+            && let Some(id) = output_item_id(self.wire[i].get())
+        {
+            return Ok(crate::identity::id_hash(&id));
+        }
+        Ok(crate::identity::message_hash(self.message(i)?))
+    }
+
     /// Whether a conversation's verbatim part may start at wire message `i`: at a reply of the
     /// model, whole, so that no tool result loses its call. On Chat Completions and Messages
     /// that is an assistant message; on Responses, the first item of a reply (a reasoning item
@@ -191,6 +202,24 @@ impl<'a> Request<'a> {
         }
         Ok((out, starts))
     }
+}
+
+/// The id a Responses item is known by: an `item_reference`'s, or a model output item's own
+/// (an assistant message, reasoning, a call), when it carries one.
+pub(crate) fn output_item_id(item: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Identified<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<&'a str>,
+        #[serde(borrow, default)]
+        role: Option<&'a str>,
+        #[serde(default)]
+        id: Option<String>,
+    }
+    let item: Identified<'_> = serde_json::from_str(item).ok()?;
+    let referenced = item.kind == Some("item_reference");
+    let model = is_model_item(&ItemKind { kind: item.kind, role: item.role });
+    item.id.filter(|id| !id.is_empty() && (referenced || model))
 }
 
 #[cfg(test)]

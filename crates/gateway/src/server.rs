@@ -141,13 +141,13 @@ impl Gateway {
     ) -> Result<Done, String> {
         let len = request.len();
         let tools = request.tool_names();
-        let first = if request.is_empty() { None } else { Some(identity::message_hash(request.message(0)?)) };
+        let first = if request.is_empty() { None } else { Some(request.identity_hash(0)?) };
         let system = request.system_text();
         let head = identity::head(api.name(), &tools, &system, first);
         // Fingerprints of the last prefixes (longest first), each from its last two messages.
         let mut hashes = Vec::new(); // hashes[j] is message len - 1 - j
         for i in (len.saturating_sub(LOOKBACK + 1)..len).rev() {
-            hashes.push(identity::message_hash(request.message(i)?));
+            hashes.push(request.identity_hash(i)?);
         }
         let candidates: Vec<u64> = (0..hashes.len().min(LOOKBACK))
             .map(|j| identity::anchor(head, len - j, hashes.get(j + 1).copied(), hashes[j]))
@@ -273,7 +273,7 @@ impl Gateway {
         let response = match self.upstream.open(&call, outgoing).await {
             Ok(response) => response,
             Err(answer) => {
-                self.save(&done.state, None, None).await;
+                self.save(&done.state, &[], None).await;
                 return json(answer.status, &answer.body, Some(&done.state.id));
             }
         };

@@ -223,3 +223,73 @@ async fn a_looping_client_continuing_by_response_id_is_guarded_as_one_conversati
     let (status, body, _) = post(&gw, &next).await;
     assert_eq!(status, 400, "{body}");
 }
+
+/// A reasoning model's reply: a reasoning item, a short text and the call, items of their own.
+fn reason_and_search(id: usize) -> String {
+    json!({"id": format!("resp_{id}"), "object": "response", "created_at": 1, "status": "completed", "model": "gpt-x",
+        "output": [
+            {"type": "reasoning", "id": format!("rs_{id}"), "summary": [], "encrypted_content": "gAAA"},
+            {"type": "message", "id": format!("msg_{id}"), "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Searching again.", "annotations": []}]},
+            {"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"), "name": "search",
+                "arguments": "{\"q\":\"report\"}", "status": "completed"}],
+        "usage": {"input_tokens": 40, "output_tokens": 9, "total_tokens": 49}})
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_of_several_items_continues_its_conversation_however_the_client_echoes_it() {
+    // Reasoning models answer with several output items. Clients send them back whole (the
+    // Agents SDK), without their ids (`store: false` requires it), or, with `store` on, as
+    // references to the stored items (the Vercel AI SDK sends each text item as
+    // `{"type": "item_reference", "id"}`).
+    for echo in ["whole", "stripped", "reference"] {
+        let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let upstream = FakeServer::responding({
+            let counter = std::sync::Arc::clone(&counter);
+            move |request| {
+                let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if request.get("tools").is_some() && request["tool_choice"] != "none" {
+                    Reply::json(200, &reason_and_search(n))
+                } else {
+                    Reply::json(200, &answer())
+                }
+            }
+        })
+        .await;
+        let gw = start(&upstream.url).await;
+        let tools = json!([{"type": "function", "name": "search", "parameters": {"type": "object"}}]);
+        let mut input = vec![json!({"role": "user", "content": "Find the report"})];
+        let mut runs = Vec::new();
+        let mut concluded = false;
+        for _ in 0..20 {
+            let body =
+                json!({"model": "gpt-x", "input": input, "tools": tools, "store": echo == "reference"});
+            let (status, response, run) = post(&gw, &body).await;
+            assert_eq!(status, 200, "{response}");
+            runs.push(run.unwrap());
+            let output = response["output"].as_array().unwrap().clone();
+            if output.iter().all(|item| item["type"] == "message") {
+                concluded = true;
+                break;
+            }
+            for item in output {
+                let referenced = echo == "reference" && item["type"] != "function_call";
+                let mut sent = if referenced {
+                    json!({"type": "item_reference", "id": item["id"]})
+                } else {
+                    item.clone()
+                };
+                if echo == "stripped" {
+                    sent.as_object_mut().unwrap().remove("id");
+                }
+                input.push(sent);
+                if item["type"] == "function_call" {
+                    input.push(json!({"type": "function_call_output", "call_id": item["call_id"], "output": "no results"}));
+                }
+            }
+        }
+        assert!(concluded, "{echo}: the loop is ended with a final answer");
+        assert!(runs.windows(2).all(|w| w[0] == w[1]), "{echo}: one conversation throughout: {runs:?}");
+    }
+}

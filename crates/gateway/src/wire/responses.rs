@@ -39,9 +39,9 @@ pub(crate) fn is_model_item(item: &ItemKind<'_>) -> bool {
 #[derive(Debug, Default, serde::Deserialize)]
 pub(crate) struct ItemKind<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<&'a str>,
+    pub(crate) kind: Option<&'a str>,
     #[serde(borrow, default)]
-    role: Option<&'a str>,
+    pub(crate) role: Option<&'a str>,
 }
 
 /// A user message item holding `text` (an instruction, a summary).
