@@ -113,7 +113,9 @@ async fn upstream(api: Api, fail_first: bool) -> (FakeServer, Arc<AtomicUsize>) 
         let has_tools = may_call_tools(body);
         let reply = match (api, has_tools) {
             (Api::Responses, true) => json!({"id": format!("resp_{n}"), "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o-mini",
-                "output": [{"type": "function_call", "id": format!("fc_{n}"), "call_id": format!("call_{n}"), "name": "search", "arguments": "{\"q\":\"report\"}", "status": "completed"}],
+                // A reasoning model's reply: a reasoning item before the call, items of their own.
+                "output": [{"type": "reasoning", "id": format!("rs_{n}"), "summary": []},
+                    {"type": "function_call", "id": format!("fc_{n}"), "call_id": format!("call_{n}"), "name": "search", "arguments": "{\"q\":\"report\"}", "status": "completed"}],
                 "parallel_tool_calls": true, "tool_choice": "auto", "tools": [], "usage": {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}),
             (Api::Responses, false) => json!({"id": format!("resp_{n}"), "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o-mini",
                 "output": [{"type": "message", "id": format!("msg_{n}"), "status": "completed", "role": "assistant",
