@@ -9,7 +9,8 @@
 //! Where Claude Code compacted the conversation (a `system` line of subtype
 //! `compact_boundary`, then in session files the summary as a user message marked
 //! `isCompactSummary`), the context restarts from the summary. Lines marked `isMeta` (text the
-//! harness adds, such as a local command's caveat) count as context but are no user turns;
+//! harness adds, such as a local command's caveat) and the `<task-notification>` a finished
+//! background task wakes the agent with count as context but are no user turns;
 //! what Claude Code wrote in the model's place (an API error, its `<synthetic>` model's
 //! messages) is no turn at all.
 //!
@@ -97,6 +98,13 @@ fn is_synthetic(line: &Value, message: &Value) -> bool {
         || message.get("model").and_then(Value::as_str) == Some("<synthetic>")
 }
 
+/// Whether a user message is the notice Claude Code writes when a background command or
+/// sub-agent finishes (`<task-notification>…`): the harness wakes the agent with it, nobody
+/// typed it.
+fn is_notification(message: &Value) -> bool {
+    super::text_of(message.get("content")).trim_start().starts_with("<task-notification>")
+}
+
 fn sidechain(line: &Value) -> bool {
     line.get("isSidechain").and_then(Value::as_bool).unwrap_or(false)
 }
@@ -172,9 +180,12 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
             }
             _ => {
                 let mut message = serde_json::json!({"role": role, "content": content});
-                // A line the harness added (a command's caveat, a skill's text): context, not a
-                // turn of the person's.
-                if role == "user" && line.get("isMeta").and_then(Value::as_bool) == Some(true) {
+                // A line the harness added (a command's caveat, a skill's text, the notice that a
+                // background task finished): context, not a turn of the person's.
+                if role == "user"
+                    && (line.get("isMeta").and_then(Value::as_bool) == Some(true)
+                        || is_notification(&message))
+                {
                     message[super::INTERNAL] = Value::from(super::HARNESS_META);
                 }
                 conversation.push(message);
@@ -263,6 +274,14 @@ mod tests {
         assert_eq!(tags, [None, Some("harness_meta"), None, Some("history_summary"), None]);
         assert!(messages[3].is_history_summary());
         assert_eq!(messages[3].joined_text().as_deref(), Some("So far: on it."));
+        let notified = lines(concat!(
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Deploy it"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","sessionId":"s","message":{"role":"user","content":"<task-notification>\n<task-id>b27</task-id>\n<status>completed</status>\n</task-notification>"}}"#,
+        ));
+        let chat = conversations(&notified).remove(0).messages;
+        let read = super::super::read_chat(chat).unwrap();
+        assert_eq!(read[1].internal.as_ref().map(|t| t.reason.as_str()), Some("harness_meta"));
     }
 
     #[test]
