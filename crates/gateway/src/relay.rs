@@ -14,8 +14,16 @@ use crate::wire::responses::StreamParser;
 pub struct Reader {
     parser: Parser,
     buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no event end (so each byte is scanned about
+    /// once, however small the pieces an event arrives in).
+    scanned: usize,
     done: Option<Result<ModelResponse, String>>,
 }
+
+/// The most an event may hold before the stream is taken for broken (the largest real ones,
+/// a Responses stream's last event with the whole response, are a few megabytes): the bytes
+/// still go to the client, but the gateway stops buffering them.
+const MAX_EVENT_BYTES: usize = 64 << 20;
 
 /// The API's stream parser: the providers' for their APIs, the gateway's own for Responses
 /// (which keeps the whole response its terminal event carried).
@@ -43,14 +51,28 @@ impl Reader {
             }
             Api::Responses => Parser::Responses(StreamParser::new(model)),
         };
-        Self { parser, buffer: Vec::new(), done: None }
+        Self { parser, buffer: Vec::new(), scanned: 0, done: None }
     }
 
     /// Reads the next bytes of the stream.
     pub fn feed(&mut self, bytes: &[u8]) {
+        if self.done.is_some() {
+            return;
+        }
         self.buffer.extend_from_slice(bytes);
         while self.done.is_none() {
-            let Some(end) = find_event_end(&self.buffer) else { break };
+            // A separator may straddle the last piece's end: look back three bytes.
+            let from = self.scanned.saturating_sub(3);
+            let Some((length, separator)) = find_event_end(&self.buffer[from..]) else {
+                self.scanned = self.buffer.len();
+                if self.buffer.len() > MAX_EVENT_BYTES {
+                    self.buffer = Vec::new();
+                    self.done = Some(Err(format!("an upstream event passed {} MiB", MAX_EVENT_BYTES >> 20)));
+                }
+                break;
+            };
+            let end = (from + length, separator);
+            self.scanned = 0;
             let raw: Vec<u8> = self.buffer.drain(..end.0).collect();
             self.buffer.drain(..end.1);
             let text = String::from_utf8_lossy(&raw);
@@ -142,6 +164,18 @@ mod tests {
         let mut cut_short = Reader::new(Api::Anthropic, "m");
         cut_short.feed(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":5}}}\n\n");
         assert!(cut_short.finish().is_err(), "a stream that ends early is an error, not a reply");
+    }
+
+    #[test]
+    fn an_event_that_never_ends_stops_the_reading_not_the_relay() {
+        let mut reader = Reader::new(Api::OpenAi, "m");
+        reader.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+        let piece = vec![b'a'; 1 << 20];
+        for _ in 0..=(MAX_EVENT_BYTES >> 20) {
+            reader.feed(&piece);
+        }
+        assert!(reader.is_done());
+        assert!(reader.finish().unwrap_err().contains("MiB"), "an error, the buffer dropped");
     }
 
     /// What a whole stream reads as: its reply, or its error, as text.
