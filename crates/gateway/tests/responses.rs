@@ -31,6 +31,21 @@ fn search_again(id: usize) -> String {
     .to_string()
 }
 
+/// An upstream that answers with `reply(n)` (its n-th reply) while tools may be called, and
+/// with the final answer once the tool choice is `none`.
+async fn looping_upstream(reply: fn(usize) -> String) -> FakeServer {
+    let counter = std::sync::atomic::AtomicUsize::new(0);
+    FakeServer::responding(move |request| {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if request.get("tools").is_some() && request["tool_choice"] != "none" {
+            Reply::json(200, &reply(n))
+        } else {
+            Reply::json(200, &answer())
+        }
+    })
+    .await
+}
+
 fn answer() -> String {
     json!({"id": "resp_final", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-x",
         "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
@@ -173,19 +188,7 @@ async fn a_looping_client_continuing_by_response_id_is_guarded_as_one_conversati
     // The conversation-state style of the API: each request sends only its new items and names
     // the response before. The gateway keeps each response's items and sends the upstream the
     // whole conversation, so the ladder sees the loop across requests.
-    let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let upstream = FakeServer::responding({
-        let counter = std::sync::Arc::clone(&counter);
-        move |request| {
-            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if request.get("tools").is_some() && request["tool_choice"] != "none" {
-                Reply::json(200, &search_again(n))
-            } else {
-                Reply::json(200, &answer())
-            }
-        }
-    })
-    .await;
+    let upstream = looping_upstream(search_again).await;
     let gw = start(&upstream.url).await;
     let tools = json!([{"type": "function", "name": "search", "parameters": {"type": "object"}}]);
     let mut body =
@@ -244,19 +247,7 @@ async fn a_reply_of_several_items_continues_its_conversation_however_the_client_
     // references to the stored items (the Vercel AI SDK sends each text item as
     // `{"type": "item_reference", "id"}`).
     for echo in ["whole", "stripped", "reference"] {
-        let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let upstream = FakeServer::responding({
-            let counter = std::sync::Arc::clone(&counter);
-            move |request| {
-                let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if request.get("tools").is_some() && request["tool_choice"] != "none" {
-                    Reply::json(200, &reason_and_search(n))
-                } else {
-                    Reply::json(200, &answer())
-                }
-            }
-        })
-        .await;
+        let upstream = looping_upstream(reason_and_search).await;
         let gw = start(&upstream.url).await;
         let tools = json!([{"type": "function", "name": "search", "parameters": {"type": "object"}}]);
         let mut input = vec![json!({"role": "user", "content": "Find the report"})];
