@@ -94,6 +94,11 @@ impl Gateway {
         let (input, output) = usage;
         let Done { api, mut state, new, starts, from, len, head, last, system, link, .. } = done;
         self.gate.replied(&mut state, input, output);
+        // How many wire messages the reply comes back as: a Responses reply's output items.
+        let reply_len = match (&reply, replied.items.as_deref()) {
+            (Some(_), Some(items)) if api == Api::Responses && !items.is_empty() => items.len(),
+            (reply, _) => usize::from(reply.is_some()),
+        };
         let fingerprints = match (&reply, replied.items.as_deref()) {
             (Some(_), Some(items)) if api == Api::Responses && !items.is_empty() => {
                 responses_fingerprints(head, len, last, items)
@@ -112,12 +117,11 @@ impl Gateway {
             // The previous reply comes back at the start of the new messages: recorded once.
             let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
             let skip = starts.get(record_from - from).copied().unwrap_or(new.len());
-            let replied = usize::from(reply.is_some());
             let mut messages: Vec<Message> = system.into_iter().filter(|_| record_from == 0).collect();
             messages.extend(new.into_iter().skip(skip));
             messages.extend(reply);
             match crate::record::append(dir, &state.id, &messages) {
-                Ok(()) => state.recorded = len + replied,
+                Ok(()) => state.recorded = len + reply_len,
                 Err(e) => {
                     tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
                 }

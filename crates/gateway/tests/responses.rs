@@ -14,7 +14,12 @@ use looprail_providers::fake::{FakeServer, Reply};
 use serde_json::{Value, json};
 
 async fn start(upstream: &str) -> String {
+    start_recording(upstream, None).await
+}
+
+async fn start_recording(upstream: &str, record_dir: Option<&std::path::Path>) -> String {
     let mut settings = GatewayConfig::new(Default::default(), Default::default());
+    settings.record_dir = record_dir.map(std::path::Path::to_path_buf);
     settings.upstream.openai = upstream.to_owned();
     settings.upstream.openai_key = None;
     settings.upstream.retries = 0;
@@ -248,7 +253,8 @@ async fn a_reply_of_several_items_continues_its_conversation_however_the_client_
     // `{"type": "item_reference", "id"}`).
     for echo in ["whole", "stripped", "reference"] {
         let upstream = looping_upstream(reason_and_search).await;
-        let gw = start(&upstream.url).await;
+        let recordings = tempfile::tempdir().unwrap();
+        let gw = start_recording(&upstream.url, Some(recordings.path())).await;
         let tools = json!([{"type": "function", "name": "search", "parameters": {"type": "object"}}]);
         let mut input = vec![json!({"role": "user", "content": "Find the report"})];
         let mut runs = Vec::new();
@@ -282,5 +288,12 @@ async fn a_reply_of_several_items_continues_its_conversation_however_the_client_
         }
         assert!(concluded, "{echo}: the loop is ended with a final answer");
         assert!(runs.windows(2).all(|w| w[0] == w[1]), "{echo}: one conversation throughout: {runs:?}");
+        // The recording holds each call once, with its result, for the audit.
+        let recording =
+            std::fs::read_to_string(recordings.path().join(format!("{}.jsonl", runs[0]))).unwrap();
+        let lines: Vec<Value> = recording.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let calls = lines.iter().filter(|l| l.get("tool_calls").is_some()).count();
+        let results = lines.iter().filter(|l| l["role"] == "tool").count();
+        assert_eq!((calls, results), (runs.len() - 1, runs.len() - 1), "{echo}: {recording}");
     }
 }
