@@ -45,13 +45,20 @@ pub fn openai_tool_call(call: &Value) -> Result<ToolCall, &'static str> {
         (None, Some(custom)) => (custom, "input"),
         (None, None) => return Err("tool call without `function`"),
     };
-    let name = body.get("name").and_then(Value::as_str).ok_or("tool call without a name")?;
+    let (name, arguments) = named_call(body, arguments_key).ok_or("tool call without a name")?;
+    Ok(ToolCall::new(id, name, arguments))
+}
+
+/// A call's name and arguments from `{"name", <arguments_key>}`: text as it is, any other
+/// value as its JSON, none as no text. `None` without a name.
+fn named_call<'a>(body: &'a Value, arguments_key: &str) -> Option<(&'a str, String)> {
+    let name = body.get("name").and_then(Value::as_str)?;
     let arguments = match body.get(arguments_key) {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    Ok(ToolCall::new(id, name, arguments))
+    Some((name, arguments))
 }
 
 /// Reads OpenAI chat-format messages (`role`, `content`, `tool_calls`, `tool_call_id`).
@@ -84,15 +91,8 @@ pub fn from_openai_messages(raw: &[Value]) -> Result<Vec<Message>, TranscriptErr
                 // The legacy single call (`function_call`, before `tool_calls`) has no id: the
                 // `function` message answering it names the function, so the name is its id.
                 if let Some(call) = value.get("function_call").filter(|c| !c.is_null()) {
-                    let name = call
-                        .get("name")
-                        .and_then(Value::as_str)
+                    let (name, arguments) = named_call(call, "arguments")
                         .ok_or_else(|| fail("`function_call` without a name"))?;
-                    let arguments = match call.get("arguments") {
-                        Some(Value::String(s)) => s.clone(),
-                        None | Some(Value::Null) => String::new(),
-                        Some(other) => other.to_string(),
-                    };
                     calls.push(ToolCall::new(name, name, arguments));
                 }
                 Message::assistant_with_calls(Some(text), calls)
