@@ -15,6 +15,7 @@ use crate::identity;
 use crate::response_chain::{Link, response_key};
 use crate::server::reply;
 use crate::wire::Api;
+use crate::wire::responses::{ItemKind, model_item_id};
 
 impl Gateway {
     /// Passes the upstream's event stream to the client as it arrives and, when it ends, counts
@@ -92,18 +93,15 @@ impl Gateway {
         replied: Replied,
     ) {
         let (input, output) = usage;
-        let Done { api, mut state, new, starts, from, len, head, last, system, link, .. } = done;
+        let Done { mut state, new, starts, from, len, head, last, system, link, .. } = done;
         self.gate.replied(&mut state, input, output);
-        // How many wire messages the reply comes back as: a Responses reply's output items.
-        let reply_len = match (&reply, replied.items.as_deref()) {
-            (Some(_), Some(items)) if api == Api::Responses && !items.is_empty() => items.len(),
-            (reply, _) => usize::from(reply.is_some()),
-        };
-        let fingerprints = match (&reply, replied.items.as_deref()) {
-            (Some(_), Some(items)) if api == Api::Responses && !items.is_empty() => {
-                responses_fingerprints(head, len, last, items)
-            }
-            (Some(reply), _) => {
+        // A Responses reply comes back as its output items, that many wire messages; any other
+        // as one.
+        let items = replied.items.as_deref().filter(|items| reply.is_some() && !items.is_empty());
+        let reply_len = items.map_or(usize::from(reply.is_some()), <[Value]>::len);
+        let fingerprints = match (items, &reply) {
+            (Some(items), _) => responses_fingerprints(head, len, last, items),
+            (None, Some(reply)) => {
                 vec![identity::anchor(
                     head,
                     len + 1,
@@ -111,7 +109,7 @@ impl Gateway {
                     identity::message_hash(std::slice::from_ref(reply)),
                 )]
             }
-            (None, _) => Vec::new(),
+            (None, None) => Vec::new(),
         };
         if let Some(dir) = &self.record_dir {
             // The previous reply comes back at the start of the new messages: recorded once.
@@ -182,7 +180,9 @@ fn responses_fingerprints(head: u64, len: usize, last: Option<u64>, items: &[Val
         .iter()
         .zip(&content)
         .map(|(item, c)| {
-            crate::request::output_item_id(&item.to_string()).map_or(*c, |id| identity::id_hash(&id))
+            let field = |key: &str| item.get(key).and_then(Value::as_str);
+            let kind = ItemKind { kind: field("type"), role: field("role") };
+            model_item_id(&kind, field("id")).map_or(*c, identity::id_hash)
         })
         .collect();
     let k = items.len();
@@ -221,8 +221,8 @@ pub(crate) struct Done {
     pub(crate) link: Option<Link>,
 }
 
-/// What a complete reply says of itself for its chain: its id and, on the Responses API, its
-/// output items.
+/// What a complete reply says of itself for its chain: its id and, on the Responses API (only
+/// there), its output items.
 #[derive(Default)]
 pub(crate) struct Replied {
     id: Option<String>,

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::wire::responses::{ItemKind, is_model_item};
+use crate::wire::responses::{ItemKind, is_model_item, model_item_id};
 use crate::wire::{Api, text_of};
 
 /// The fields the gateway reads; every other field is skipped (and forwarded untouched).
@@ -204,9 +204,8 @@ impl<'a> Request<'a> {
     }
 }
 
-/// The id a Responses item is known by: an `item_reference`'s, or a model output item's own
-/// (an assistant message, reasoning, a call), when it carries one.
-pub(crate) fn output_item_id(item: &str) -> Option<String> {
+/// The id a Responses item is known by ([`model_item_id`]), read from its raw JSON.
+fn output_item_id(item: &str) -> Option<String> {
     #[derive(Deserialize)]
     struct Identified<'a> {
         #[serde(rename = "type", borrow, default)]
@@ -217,9 +216,7 @@ pub(crate) fn output_item_id(item: &str) -> Option<String> {
         id: Option<String>,
     }
     let item: Identified<'_> = serde_json::from_str(item).ok()?;
-    let referenced = item.kind == Some("item_reference");
-    let model = is_model_item(&ItemKind { kind: item.kind, role: item.role });
-    item.id.filter(|id| !id.is_empty() && (referenced || model))
+    model_item_id(&ItemKind { kind: item.kind, role: item.role }, item.id.as_deref()).map(str::to_owned)
 }
 
 #[cfg(test)]

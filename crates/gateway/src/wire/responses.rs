@@ -35,6 +35,12 @@ pub(crate) fn is_model_item(item: &ItemKind<'_>) -> bool {
     }
 }
 
+/// The id a model item is known by for identity, when it carries one (an item reference's is
+/// the id of the item it names): the client sends the item back whole or as a reference.
+pub(crate) fn model_item_id<'a>(item: &ItemKind<'_>, id: Option<&'a str>) -> Option<&'a str> {
+    id.filter(|id| !id.is_empty() && is_model_item(item))
+}
+
 /// The two fields of an input item that say whose it is.
 #[derive(Debug, Default, serde::Deserialize)]
 pub(crate) struct ItemKind<'a> {
