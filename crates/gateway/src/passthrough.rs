@@ -1,6 +1,6 @@
 //! The routes the gateway passes through without guarding anything: token counting,
-//! embeddings, the models list, and the answer to a route it does not serve. Each goes to the upstream of the
-//! client's API with the same keys as its guarded requests.
+//! embeddings, the models list, and the answer to a route it does not serve. Each goes to the
+//! upstream of the client's API with the same keys as its guarded requests.
 
 use std::sync::Arc;
 
