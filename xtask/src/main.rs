@@ -300,19 +300,30 @@ fn audit_speed() -> Result<usize, String> {
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let built = Command::new(&cargo)
-        .args(["build", "--release", "-q", "-p", "looprail-cli"])
+        .args([
+            "build",
+            "--release",
+            "-q",
+            "-p",
+            "looprail-cli",
+            "-p",
+            "xtask",
+            "--bin",
+            "looprail",
+            "--bin",
+            "parse-floor",
+        ])
         .status()
         .map_err(|e| format!("cannot build looprail: {e}"))?;
     if !built.success() {
         return Err("building looprail failed".into());
     }
-    let files = json_files(root);
     let root = root.display().to_string();
     let (mut ours, mut theirs, mut parse) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
         ours.push(timed("target/release/looprail", &["audit", "--json", &root])?);
         theirs.push(timed("python3", &["xtask/scripts/one_rule.py", &root])?);
-        parse.push(read_and_parse(&files)?);
+        parse.push(timed("target/release/parse-floor", &[&root])?);
     }
     let (ours, theirs, parse) = (median(ours), median(theirs), median(parse));
     let ratio = theirs / ours;
@@ -337,50 +348,6 @@ fn audit_speed() -> Result<usize, String> {
         if close { "pass" } else { "FAIL" }
     );
     Ok(usize::from(!pass) + usize::from(!close))
-}
-
-/// Every `.json` file under `dir`, sorted.
-fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => pending.push(path),
-                Ok(t) if t.is_file() && path.extension().is_some_and(|e| e == "json") => files.push(path),
-                _ => {}
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
-/// Seconds to read every file and parse it into a JSON tree, on two threads taking the next
-/// file as they finish one (the files differ in size by a hundredfold): the least any audit of
-/// these files does.
-fn read_and_parse(files: &[std::path::PathBuf]) -> Result<f64, String> {
-    let started = std::time::Instant::now();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| -> Result<(), String> {
-                    while let Some(file) = files.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                    {
-                        let text = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-                        let doc: serde_json::Value =
-                            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-                        std::hint::black_box(doc);
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        workers.into_iter().try_for_each(|w| w.join().map_err(|_| "a parsing thread panicked".to_owned())?)
-    })?;
-    Ok(started.elapsed().as_secs_f64())
 }
 
 /// The crates in dependency order (each after everything it depends on), with their folders.
