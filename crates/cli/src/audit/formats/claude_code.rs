@@ -12,7 +12,8 @@
 //! harness adds, such as a local command's caveat) and the `<task-notification>` a finished
 //! background task wakes the agent with count as context but are no user turns;
 //! what Claude Code wrote in the model's place (an API error, its `<synthetic>` model's
-//! messages) is no turn at all.
+//! messages) is no turn at all. Of its `attachment` lines, queued prompts and hooks' context
+//! are read ([`claude_code_attachments`](super::claude_code_attachments)).
 //!
 //! Sub-agent (Task) conversations are kept apart from the main one: in the stream by their
 //! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each named
@@ -127,10 +128,22 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
             compacted.insert(key);
             continue;
         }
-        if !matches!(kind, "user" | "assistant") {
-            continue;
-        }
-        let Some(message) = line.get("message") else { continue };
+        // Text the model was sent from an attachment line, and whether the harness wrote it.
+        let attached = match kind {
+            "attachment" => match line.get("attachment").and_then(super::claude_code_attachments::message) {
+                Some(attached) => Some(attached),
+                None => continue,
+            },
+            "user" | "assistant" => None,
+            _ => continue,
+        };
+        let message = match &attached {
+            Some((message, _)) => message,
+            None => match line.get("message") {
+                Some(message) => message,
+                None => continue,
+            },
+        };
         if is_synthetic(line, message) {
             continue;
         }
@@ -184,6 +197,7 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
                 // background task finished): context, not a turn of the person's.
                 if role == "user"
                     && (line.get("isMeta").and_then(Value::as_bool) == Some(true)
+                        || attached.as_ref().is_some_and(|(_, by_harness)| *by_harness)
                         || is_notification(&message))
                 {
                     message[super::INTERNAL] = Value::from(super::HARNESS_META);

@@ -11,6 +11,7 @@
 //! but no user turn).
 
 mod claude_code;
+mod claude_code_attachments;
 mod claude_code_branches;
 mod codex;
 mod codex_exec;
