@@ -13,7 +13,7 @@
 //! background task wakes the agent with count as context but are no user turns;
 //! what Claude Code wrote in the model's place (an API error, its `<synthetic>` model's
 //! messages) is no turn at all. Of its `attachment` lines, queued prompts and hooks' context
-//! are read ([`claude_code_attachments`](super::claude_code_attachments)).
+//! are read (see [`claude_code_harness`](super::claude_code_harness)).
 //!
 //! Sub-agent (Task) conversations are kept apart from the main one: in the stream by their
 //! `parent_tool_use_id`, in session files as sidechains (`isSidechain`), each named
@@ -26,6 +26,8 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
+
+use super::claude_code_harness as harness;
 
 /// A conversation of a log.
 pub struct Conversation {
@@ -91,21 +93,6 @@ impl Conversation {
     }
 }
 
-/// Whether an assistant line is one Claude Code wrote in the model's place: an API error
-/// (`isApiErrorMessage`) or another message of its `<synthetic>` model (after an interrupt).
-/// The model never said it, so it is no turn.
-fn is_synthetic(line: &Value, message: &Value) -> bool {
-    line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
-        || message.get("model").and_then(Value::as_str) == Some("<synthetic>")
-}
-
-/// Whether a user message is the notice Claude Code writes when a background command or
-/// sub-agent finishes (`<task-notification>…`): the harness wakes the agent with it, nobody
-/// typed it.
-fn is_notification(message: &Value) -> bool {
-    super::text_of(message.get("content")).trim_start().starts_with("<task-notification>")
-}
-
 fn sidechain(line: &Value) -> bool {
     line.get("isSidechain").and_then(Value::as_bool).unwrap_or(false)
 }
@@ -130,7 +117,7 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
         }
         // Text the model was sent from an attachment line, and whether the harness wrote it.
         let attached = match kind {
-            "attachment" => match line.get("attachment").and_then(super::claude_code_attachments::message) {
+            "attachment" => match line.get("attachment").and_then(harness::attachment_message) {
                 Some(attached) => Some(attached),
                 None => continue,
             },
@@ -144,7 +131,7 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
                 None => continue,
             },
         };
-        if is_synthetic(line, message) {
+        if harness::is_synthetic(line, message) {
             continue;
         }
         let key = if let Some(parent) = line.get("parent_tool_use_id").and_then(Value::as_str) {
@@ -198,7 +185,7 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
                 if role == "user"
                     && (line.get("isMeta").and_then(Value::as_bool) == Some(true)
                         || attached.as_ref().is_some_and(|(_, by_harness)| *by_harness)
-                        || is_notification(&message))
+                        || harness::is_notification(line, &message))
                 {
                     message[super::INTERNAL] = Value::from(super::HARNESS_META);
                 }
@@ -292,10 +279,16 @@ mod tests {
             r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Deploy it"}}"#,
             "\n",
             r#"{"type":"user","uuid":"u2","sessionId":"s","message":{"role":"user","content":"<task-notification>\n<task-id>b27</task-id>\n<status>completed</status>\n</task-notification>"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u3","sessionId":"s","origin":{"kind":"task-notification"},"message":{"role":"user","content":"Background command finished"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u4","sessionId":"s","origin":{"kind":"channel"},"message":{"role":"user","content":"Ship it"}}"#,
         ));
         let chat = conversations(&notified).remove(0).messages;
         let read = super::super::read_chat(chat).unwrap();
-        assert_eq!(read[1].internal.as_ref().map(|t| t.reason.as_str()), Some("harness_meta"));
+        let tags: Vec<Option<&str>> =
+            read.iter().map(|m| m.internal.as_ref().map(|t| t.reason.as_str())).collect();
+        assert_eq!(tags, [None, Some("harness_meta"), Some("harness_meta"), None]);
     }
 
     #[test]

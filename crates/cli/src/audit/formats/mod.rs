@@ -11,8 +11,8 @@
 //! but no user turn).
 
 mod claude_code;
-mod claude_code_attachments;
 mod claude_code_branches;
+mod claude_code_harness;
 mod codex;
 mod codex_exec;
 mod gemini_api;

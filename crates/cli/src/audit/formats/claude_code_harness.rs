@@ -1,7 +1,10 @@
-//! Claude Code's `attachment` lines (`{"type": "attachment", "attachment": {"type": ...}}`,
-//! since version 2.1.x): state it records beside the conversation. Most is bookkeeping (hook
-//! runs, mode changes, tool lists, reminders Claude Code re-renders itself); two kinds are text
-//! the model is sent that no other line holds:
+//! What Claude Code's harness writes into a session, not the person or the model: lines in the
+//! model's place, notices that wake the agent, and `attachment` lines.
+//!
+//! Attachment lines (`{"type": "attachment", "attachment": {"type": ...}}`, since version 2.1.x)
+//! record state beside the conversation. Most is bookkeeping (hook runs, mode changes, tool
+//! lists, reminders Claude Code re-renders itself); two kinds are text the model is sent that no
+//! other line holds:
 //!
 //! - `queued_command`: a prompt the person typed while the agent was working, delivered with
 //!   the agent's next request: a turn of the person's (context only when Claude Code marks it
@@ -16,7 +19,7 @@ use serde_json::Value;
 
 /// An attachment the model was sent, as a user message in Anthropic's form, and whether the
 /// harness wrote it (context, no turn); `None` for the attachments that are bookkeeping.
-pub fn message(attachment: &Value) -> Option<(Value, bool)> {
+pub fn attachment_message(attachment: &Value) -> Option<(Value, bool)> {
     let text_block = |text: &str| serde_json::json!({"type": "text", "text": text});
     match attachment.get("type").and_then(Value::as_str)? {
         "queued_command" => {
@@ -25,12 +28,8 @@ pub fn message(attachment: &Value) -> Option<(Value, bool)> {
                 Value::Array(blocks) => blocks.clone(),
                 _ => return None,
             };
-            let notification = attachment
-                .get("origin")
-                .and_then(|origin| origin.get("kind"))
-                .and_then(Value::as_str)
-                .is_some_and(|kind| kind == "task-notification");
-            let meta = notification || attachment.get("isMeta").and_then(Value::as_bool) == Some(true);
+            let meta = by_task_notification(attachment)
+                || attachment.get("isMeta").and_then(Value::as_bool) == Some(true);
             Some((serde_json::json!({"role": "user", "content": content}), meta))
         }
         "hook_additional_context" => {
@@ -46,6 +45,29 @@ pub fn message(attachment: &Value) -> Option<(Value, bool)> {
     }
 }
 
+/// Whether an assistant line is one Claude Code wrote in the model's place: an API error
+/// (`isApiErrorMessage`) or another message of its `<synthetic>` model (after an interrupt).
+/// The model never said it, so it is no turn.
+pub(super) fn is_synthetic(line: &Value, message: &Value) -> bool {
+    line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
+        || message.get("model").and_then(Value::as_str) == Some("<synthetic>")
+}
+
+/// Whether a user message is the notice Claude Code writes when a background command or
+/// sub-agent finishes (`<task-notification>…`; newer versions also mark its line with an
+/// `origin` of that kind): the harness wakes the agent with it, nobody typed it.
+pub(super) fn is_notification(line: &Value, message: &Value) -> bool {
+    by_task_notification(line)
+        || super::text_of(message.get("content")).trim_start().starts_with("<task-notification>")
+}
+
+/// Whether a line (or a queued prompt) says it came from a background task's notification:
+/// `"origin": {"kind": "task-notification"}`.
+fn by_task_notification(value: &Value) -> bool {
+    value.get("origin").and_then(|origin| origin.get("kind")).and_then(Value::as_str)
+        == Some("task-notification")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,18 +77,18 @@ mod tests {
     fn a_queued_prompt_is_the_persons_and_a_hooks_context_is_the_harnesss() {
         let queued =
             json!({"type": "queued_command", "prompt": "also fix the docs", "commandMode": "prompt"});
-        let (prompt, meta) = message(&queued).unwrap();
+        let (prompt, meta) = attachment_message(&queued).unwrap();
         assert_eq!(
             prompt,
             json!({"role": "user", "content": [{"type": "text", "text": "also fix the docs"}]})
         );
         assert!(!meta);
         let pasted = json!({"type": "queued_command", "prompt": [{"type": "text", "text": "see"}, {"type": "image", "source": {}}]});
-        assert_eq!(message(&pasted).unwrap().0["content"].as_array().unwrap().len(), 2);
+        assert_eq!(attachment_message(&pasted).unwrap().0["content"].as_array().unwrap().len(), 2);
         let notified = json!({"type": "queued_command", "prompt": "<task-notification>done</task-notification>", "origin": {"kind": "task-notification"}});
-        assert!(message(&notified).unwrap().1);
+        assert!(attachment_message(&notified).unwrap().1);
         let hook = json!({"type": "hook_additional_context", "hookName": "SessionStart:startup", "hookEvent": "SessionStart", "content": ["Branch: main", "Open PRs: 2"]});
-        let (context, meta) = message(&hook).unwrap();
+        let (context, meta) = attachment_message(&hook).unwrap();
         assert_eq!(context["content"][0]["text"], "Branch: main\nOpen PRs: 2");
         assert!(meta);
     }
@@ -81,7 +103,7 @@ mod tests {
             json!({"prompt": "no type"}),
             json!("not an object"),
         ] {
-            assert!(message(&attachment).is_none(), "{attachment}");
+            assert!(attachment_message(&attachment).is_none(), "{attachment}");
         }
     }
 
