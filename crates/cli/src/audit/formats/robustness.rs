@@ -78,6 +78,10 @@ const KEYS: &[&str] = &[
     "state",
     "toolInvocation",
     "value",
+    "attachment",
+    "prompt",
+    "origin",
+    "isMeta",
 ];
 const WORDS: &[&str] = &[
     "user",
@@ -112,6 +116,9 @@ const WORDS: &[&str] = &[
     "step-start",
     "error-text",
     "output-error",
+    "queued_command",
+    "hook_additional_context",
+    "task-notification",
     "a",
     "",
 ];
@@ -148,6 +155,9 @@ fn shaped(format: usize, v: &[Value]) -> String {
                 "message": {"id": v[6], "role": "assistant", "content": v[7], "usage": v[8]}}),
             json!({"type": "system", "subtype": "compact_boundary", "uuid": v[9], "parentUuid": null, "logicalParentUuid": v[10]}),
             json!({"type": "user", "uuid": v[11], "parentUuid": v[0], "isCompactSummary": true, "message": {"role": "user", "content": v[2]}}),
+            json!({"type": "attachment", "uuid": v[3], "parentUuid": v[11], "origin": v[4], "attachment": v[5]}),
+            json!({"type": "attachment", "attachment": {"type": "queued_command", "prompt": v[6], "origin": v[7], "isMeta": v[8]}}),
+            json!({"type": "attachment", "attachment": {"type": "hook_additional_context", "content": v[9]}}),
         ]),
         1 => lines(vec![
             json!({"timestamp": "t", "type": "session_meta", "payload": v[0]}),
