@@ -1,21 +1,18 @@
-//! The transitions of [`Run`]: one turn as data flows (ARCHITECTURE.md).
+//! The transitions of [`Run`]: one turn as data flows (ARCHITECTURE.md). How a run ends is
+//! [`stop`](super::stop).
 
 use std::time::Duration;
 
 use crate::context::{ContextStep, ContextView};
-use crate::engine::fallback::{deterministic_reply, fallback_instruction};
 use crate::engine::io::{Action, CallSpec, Input, Tick};
 use crate::engine::iterations::IterationDecision;
 use crate::engine::run::{CALL_ID_PREFIX, EngineError, Phase, Run};
-use crate::engine::tool_calls::{FLAG_NOT_EXECUTED, truncate_output, validate_call};
 use crate::event::Event;
 use crate::guard::{Decision, Guard, TurnView};
-use crate::message::{Message, Role, ToolCall, ToolResult};
-use crate::outcome::{FallbackKind, LimitReason, Outcome, ReplyMode, StopCause};
+use crate::message::Message;
+use crate::outcome::{LimitReason, StopCause};
 use crate::provider::{CallPurpose, ModelResponse, ProviderError, ProviderErrorKind, StopReason};
-use crate::state::RunState;
 use crate::store::CheckpointKind;
-use crate::tool::ToolChoice;
 
 /// The internal continuation prompt of F12.
 const CONTINUATION_PROMPT: &str = "Your last reply was cut off by the output limit. Continue exactly where you left off, \
@@ -111,7 +108,7 @@ impl Run {
         }
     }
 
-    fn view_guards(
+    pub(super) fn view_guards(
         &mut self,
         mut hook: impl FnMut(&mut dyn Guard, &TurnView<'_>) -> Vec<Decision>,
     ) -> Vec<Decision> {
@@ -130,7 +127,7 @@ impl Run {
 
     /// Applies decisions in order; returns the first stop. `deferred` receives injected
     /// messages when they cannot be added yet (between tool calls and their results).
-    fn apply(
+    pub(super) fn apply(
         &mut self,
         decisions: Vec<Decision>,
         mut deferred: Option<&mut Vec<Message>>,
@@ -153,7 +150,7 @@ impl Run {
         None
     }
 
-    fn begin_turn(&mut self, tick: Tick) -> Result<Action, EngineError> {
+    pub(super) fn begin_turn(&mut self, tick: Tick) -> Result<Action, EngineError> {
         // F1: the first matching check wins: cancellation, then guards in order (time limits,
         // budgets, ...), then the iteration ceiling.
         if tick.cancel_requested {
@@ -349,117 +346,6 @@ impl Run {
         self.finish(StopCause::Finished, final_text, None)
     }
 
-    fn dispatch_tools(&mut self, calls: Vec<ToolCall>, tick: Tick) -> Result<Action, EngineError> {
-        let counters = &mut self.core.counters;
-        counters.tool_calls =
-            counters.tool_calls.saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
-        let human_tool = self.core.config.guardrails.ask_human_tool.clone();
-        let mut prefilled = Vec::new();
-        let mut runnable = Vec::new();
-        let mut human_call = None;
-        for call in &calls {
-            if human_tool.as_deref() == Some(call.name.as_str()) && human_call.is_none() {
-                human_call = Some(call.clone());
-                continue;
-            }
-            match validate_call(call, &self.core.tools) {
-                Ok(()) => runnable.push(call.clone()),
-                Err(result) => {
-                    let reason = result.flag.clone().unwrap_or_default();
-                    self.emit(Event::ToolCallRejected { tool: call.name.clone(), reason });
-                    prefilled.push(result);
-                }
-            }
-        }
-        let decisions = self.view_guards(|g, v| g.before_tools(v, &runnable));
-        let mut deferred = Vec::new();
-        let mut other = Vec::new();
-        for decision in decisions {
-            match decision {
-                Decision::ReplaceResult(result) => {
-                    runnable.retain(|c| c.id != result.call_id);
-                    prefilled.retain(|r| r.call_id != result.call_id);
-                    prefilled.push(result);
-                }
-                decision => other.push(decision),
-            }
-        }
-        if let Some(cause) = self.apply(other, Some(&mut deferred)) {
-            return self.stop(cause);
-        }
-        self.set_state(RunState::WaitingForTool)?;
-        if runnable.is_empty() {
-            return self.on_tools_done(calls, prefilled, human_call, deferred, Vec::new(), tick);
-        }
-        let dispatched = runnable.clone();
-        self.core.phase = Phase::AwaitingTools { batch: calls, dispatched, prefilled, human_call, deferred };
-        Ok(Action::RunTools(runnable))
-    }
-
-    fn on_tools_done(
-        &mut self,
-        batch: Vec<ToolCall>,
-        mut prefilled: Vec<ToolResult>,
-        human_call: Option<ToolCall>,
-        deferred: Vec<Message>,
-        mut results: Vec<ToolResult>,
-        tick: Tick,
-    ) -> Result<Action, EngineError> {
-        self.set_state(RunState::Running)?;
-        let max_bytes = self.core.config.limits.max_tool_output_bytes;
-        let human_id = human_call.as_ref().map(|c| c.id.as_str());
-        let mut ordered_calls = Vec::with_capacity(batch.len());
-        let mut ordered = Vec::with_capacity(batch.len());
-        for call in batch {
-            if Some(call.id.as_str()) == human_id {
-                continue;
-            }
-            let found = prefilled
-                .iter()
-                .position(|r| r.call_id == call.id)
-                .map(|i| prefilled.swap_remove(i))
-                .or_else(|| {
-                    results.iter().position(|r| r.call_id == call.id).map(|i| results.swap_remove(i))
-                });
-            let mut result = found.unwrap_or_else(|| {
-                ToolResult::error(&call.id, "Error: the tool produced no result for this call.")
-            });
-            truncate_output(&mut result.content, max_bytes);
-            self.messages.push(Message::tool_result(result.clone()));
-            ordered.push(result);
-            ordered_calls.push(call);
-        }
-        if !results.is_empty() {
-            tracing::warn!(extra = results.len(), "tool results for unknown call ids were dropped");
-        }
-        self.checkpoint(CheckpointKind::ToolResult);
-        self.messages.extend(deferred);
-        let decisions = self.view_guards(|g, v| g.after_tools(v, &ordered_calls, &ordered));
-        if let Some(cause) = self.apply(decisions, None) {
-            return self.stop(cause);
-        }
-        if let Some(call) = human_call {
-            return self.pause_for_human(call);
-        }
-        if tick.cancel_requested {
-            return self.stop(StopCause::Cancelled);
-        }
-        self.begin_turn(tick)
-    }
-
-    fn pause_for_human(&mut self, call: ToolCall) -> Result<Action, EngineError> {
-        let question = serde_json::from_str::<serde_json::Value>(&call.arguments)
-            .ok()
-            .and_then(|v| v.get("question").and_then(|q| q.as_str()).map(str::to_owned))
-            .unwrap_or_else(|| call.arguments.clone());
-        self.set_state(RunState::WaitingOnHuman)?;
-        self.checkpoint(CheckpointKind::HumanPause);
-        let outcome =
-            self.outcome(StopCause::HandedToHuman { question: question.clone() }, question.clone(), None);
-        self.core.phase = Phase::AwaitingHuman { call_id: call.id, question };
-        Ok(Action::Finish(outcome))
-    }
-
     fn on_iteration_decision(
         &mut self,
         decision: IterationDecision,
@@ -512,117 +398,5 @@ impl Run {
             };
         }
         self.stop(StopCause::ProviderFailed { message: error.to_string() })
-    }
-
-    /// Adds error results for tool calls of the last assistant message that have none, so
-    /// the history stays valid for providers (every call answered).
-    fn close_open_calls(&mut self) {
-        let mut answered = Vec::new();
-        let mut index = self.messages.len();
-        while index > 0 && self.messages[index - 1].role == Role::Tool {
-            index -= 1;
-            answered.extend(self.messages[index].tool_results().map(|r| r.call_id.clone()));
-        }
-        let Some(assistant) = index.checked_sub(1).map(|i| &self.messages[i]) else {
-            return;
-        };
-        if assistant.role != Role::Assistant {
-            return;
-        }
-        let missing: Vec<ToolResult> = assistant
-            .tool_calls()
-            .filter(|c| !answered.contains(&c.id))
-            .map(|c| {
-                ToolResult::error(&c.id, "Not executed: the run stopped before this call ran.")
-                    .with_flag(FLAG_NOT_EXECUTED)
-            })
-            .collect();
-        self.messages.extend(missing.into_iter().map(Message::tool_result));
-    }
-
-    fn stop(&mut self, cause: StopCause) -> Result<Action, EngineError> {
-        if self.core.state == RunState::WaitingForTool {
-            self.set_state(RunState::Running)?;
-        }
-        self.close_open_calls();
-        if let StopCause::Limit { reason } = &cause {
-            self.emit(Event::LimitsReached { reason: *reason });
-        }
-        if let StopCause::Limit { reason: LimitReason::SoftTimeLimit } = &cause {
-            self.emit(Event::SoftLimit { elapsed_ms: self.core.elapsed_ms });
-        }
-        match cause.reply_mode() {
-            ReplyMode::Silent => self.finish(cause, String::new(), None),
-            ReplyMode::Deterministic => {
-                let text = deterministic_reply(&cause, &self.messages);
-                self.emit(Event::FallbackReply { deterministic: true });
-                self.messages.push(Message::assistant(text.clone()));
-                self.finish(cause, text, Some(FallbackKind::Deterministic))
-            }
-            ReplyMode::ModelText | ReplyMode::FallbackCall => {
-                let purpose = match cause {
-                    StopCause::Limit { reason: LimitReason::SoftTimeLimit } => CallPurpose::SoftLimitSummary,
-                    _ => CallPurpose::Fallback,
-                };
-                let spec = CallSpec {
-                    purpose,
-                    tool_choice: ToolChoice::None,
-                    instruction: Some(fallback_instruction(&cause)),
-                };
-                self.core.pending_stop = Some(cause);
-                self.core.phase = Phase::AwaitingModel { spec: spec.clone() };
-                Ok(Action::CallModel(spec))
-            }
-        }
-    }
-
-    fn finish_fallback(&mut self, text: Option<String>) -> Result<Action, EngineError> {
-        let cause = self
-            .core
-            .pending_stop
-            .take()
-            .unwrap_or(StopCause::Guard { guard: "engine".into(), detail: "fallback without a stop".into() });
-        let (text, kind) = match text {
-            Some(text) => (text, FallbackKind::ModelCall),
-            None => (deterministic_reply(&cause, &self.messages), FallbackKind::Deterministic),
-        };
-        self.emit(Event::FallbackReply { deterministic: kind == FallbackKind::Deterministic });
-        self.messages.push(Message::assistant(text.clone()));
-        self.finish(cause, text, Some(kind))
-    }
-
-    fn finish(
-        &mut self,
-        cause: StopCause,
-        text: String,
-        fallback: Option<FallbackKind>,
-    ) -> Result<Action, EngineError> {
-        self.set_state(cause.terminal_state())?;
-        let kind = if self.core.state == RunState::WaitingOnHuman {
-            CheckpointKind::HumanPause
-        } else {
-            CheckpointKind::Final
-        };
-        self.checkpoint(kind);
-        let outcome = self.outcome(cause, text, fallback);
-        self.core.phase = Phase::Finished { outcome: outcome.clone() };
-        Ok(Action::Finish(outcome))
-    }
-
-    fn outcome(&self, stop: StopCause, final_text: String, fallback: Option<FallbackKind>) -> Outcome {
-        let counters = &self.core.counters;
-        Outcome {
-            state: self.core.state,
-            stop,
-            final_text,
-            fallback,
-            usage: counters.usage,
-            cost: counters.cost,
-            turns: counters.turns,
-            tool_calls: counters.tool_calls,
-            moderated: None,
-            structured: None,
-            citations: Vec::new(),
-        }
     }
 }
