@@ -7,7 +7,7 @@
 //!   the database cannot be fetched; installs cargo-deny if missing.
 //! - `bench`: every crate's benchmarks, then one table of median figures against their targets;
 //!   `bench audit`: the audit against a one-rule Python script and against reading and parsing
-//!   the same files ([`bench`]).
+//!   the same files ([`mod@bench`]).
 //! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
 //!   their last tag; a dry run unless told otherwise (see [`release`]).
 //! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
