@@ -56,7 +56,7 @@ pub struct ReplayReport {
 }
 
 fn limit_name(reason: looprail_loop_core::outcome::LimitReason) -> String {
-    serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    looprail_loop_core::event::wire_name(&reason).unwrap_or_default()
 }
 
 /// The results of `calls` among the tool messages from `messages[start]` on, in call order;

@@ -12,6 +12,23 @@ use crate::outcome::LimitReason;
 use crate::provider::{CallPurpose, Usage};
 use crate::state::RunState;
 
+/// The name a unit enum value is written under in events, reports and stores: its serde name
+/// (`snake_case` for looprail's enums); `None` for a value that does not serialise to a string.
+///
+/// ```
+/// use looprail_loop_core::event::wire_name;
+/// use looprail_loop_core::outcome::LimitReason;
+///
+/// assert_eq!(wire_name(&LimitReason::MaxTurns).as_deref(), Some("max_turns"));
+/// assert_eq!(wire_name(&42), None);
+/// ```
+pub fn wire_name<T: Serialize>(value: &T) -> Option<String> {
+    match serde_json::to_value(value).ok()? {
+        serde_json::Value::String(name) => Some(name),
+        _ => None,
+    }
+}
+
 /// Something that happened in a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]

@@ -47,7 +47,7 @@ pub async fn call_once(
     let span = crate::telemetry::tool_span(&call.name, &call.id);
     let result = call_unobserved(call, tools, cx).instrument(span.clone()).await;
     if let Err((_, error)) = &result {
-        let kind = serde_json::to_value(error.kind).ok().and_then(|v| v.as_str().map(str::to_owned));
+        let kind = crate::event::wire_name(&error.kind);
         crate::telemetry::record_error(&span, kind.as_deref().unwrap_or("tool_error"));
     }
     result

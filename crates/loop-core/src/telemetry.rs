@@ -110,7 +110,7 @@ pub fn record_model_result(span: &Span, result: &Result<ModelResponse, ProviderE
             }
         }
         Err(error) => {
-            let kind = serde_json::to_value(error.kind).ok().and_then(|v| v.as_str().map(str::to_owned));
+            let kind = crate::event::wire_name(&error.kind);
             record_error(span, kind.as_deref().unwrap_or("provider_error"));
         }
     }

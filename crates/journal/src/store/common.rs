@@ -19,9 +19,7 @@ pub(super) fn hash(text: &str) -> String {
 
 /// The stored name of a checkpoint kind.
 pub(super) fn kind_name(kind: CheckpointKind) -> Result<String, JournalError> {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
+    looprail_loop_core::event::wire_name(&kind)
         .ok_or_else(|| JournalError::corrupt("checkpoint kind", "unnamed kind"))
 }
 
