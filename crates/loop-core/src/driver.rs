@@ -232,9 +232,8 @@ impl Driver {
         base: std::time::Duration,
         start: tokio::time::Instant,
     ) -> Result<ModelResponse, ProviderError> {
-        let hard = hard_limit_secs;
-        let left = if hard > 0 {
-            std::time::Duration::from_secs(hard).saturating_sub(base + start.elapsed())
+        let left = if hard_limit_secs > 0 {
+            std::time::Duration::from_secs(hard_limit_secs).saturating_sub(base + start.elapsed())
         } else {
             std::time::Duration::MAX
         };
