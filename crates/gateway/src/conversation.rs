@@ -48,6 +48,11 @@ pub struct ConversationState {
     /// is on and was needed.
     #[serde(default)]
     pub summary: Option<crate::compaction::Summary>,
+    /// The last Responses reply's output items that carry an id, for a client that sends them
+    /// back as `item_reference`s (the Vercel AI SDK does with `store` on, its default, for
+    /// calls and reasoning alike): the guards read the referenced calls from here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reply_items: Vec<serde_json::Value>,
 }
 
 impl ConversationState {

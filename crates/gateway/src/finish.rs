@@ -125,6 +125,10 @@ impl Gateway {
                 }
             }
         }
+        // Its items the client may send back as references, for the next request's guards.
+        if let Some(items) = &replied.items {
+            state.reply_items = referable(items);
+        }
         // A Responses reply the client may continue by its id: what it added is kept.
         let kept = match (link, replied.id, replied.items) {
             (Some(mut link), Some(id), Some(items)) => {
@@ -164,6 +168,25 @@ impl Gateway {
             }
         }
     }
+}
+
+/// The most bytes of a reply's items the conversation state keeps for resolving references: a
+/// larger reply is not kept (its references stay unread, as before the gateway kept any).
+const REFERABLE_BYTES: usize = 1 << 20;
+
+/// The output items of a Responses reply a client may send back as `item_reference`s: those
+/// that carry an id, at most [`REFERABLE_BYTES`] of them in all.
+fn referable(items: &[Value]) -> Vec<Value> {
+    let kept: Vec<Value> = items
+        .iter()
+        .filter(|item| {
+            let kind = ItemKind { kind: item["type"].as_str(), role: item["role"].as_str() };
+            model_item_id(&kind, item["id"].as_str()).is_some()
+        })
+        .cloned()
+        .collect();
+    let bytes: usize = kept.iter().map(|item| item.to_string().len()).sum();
+    if bytes > REFERABLE_BYTES { Vec::new() } else { kept }
 }
 
 /// The fingerprints a Responses reply leaves its history known by. Its output items come back

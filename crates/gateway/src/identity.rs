@@ -11,8 +11,8 @@
 //! text, tool calls and results), so a client that echoes a reply with extra fields, moves a
 //! `cache_control` mark, or re-serialises tool input still matches. A Responses output item
 //! that carries its id is known by that id ([`id_hash`]): clients send such an item back whole
-//! or, with `store` on, as an `item_reference` (the Vercel AI SDK does for text), and a reply of
-//! several items (reasoning, text, calls) comes back as that many wire messages.
+//! or, with `store` on, as an `item_reference` (the Vercel AI SDK does for every item), and a
+//! reply of several items (reasoning, text, calls) comes back as that many wire messages.
 //!
 //! What this gives up against hashing every message: two conversations are taken for one only
 //! when they share their head and, at the same length, their last two messages (with tool

@@ -59,6 +59,8 @@ pub struct Request<'a> {
     api: Api,
     wire: Vec<&'a RawValue>,
     converted: Vec<Option<Vec<Message>>>,
+    /// Items an `item_reference` of this request may name ([`Request::know_items`]).
+    known: Vec<Value>,
     system: Option<&'a RawValue>,
     tools: Option<&'a RawValue>,
     /// The model the request names (empty when it names none).
@@ -98,6 +100,7 @@ impl<'a> Request<'a> {
         Ok(Self {
             api,
             converted: vec![None; wire.len()],
+            known: Vec::new(),
             wire,
             system,
             tools: fields.tools,
@@ -147,15 +150,34 @@ impl<'a> Request<'a> {
             .map_or_else(String::new, |s| text_of(&s))
     }
 
+    /// Items the gateway relayed (a Responses reply's output items) that this request's
+    /// `item_reference`s may name: such a reference reads as the item it names. A reference to
+    /// an item not given here reads as nothing, as the API's own content is not in the request.
+    pub fn know_items(&mut self, items: &[Value]) {
+        if self.api == Api::Responses {
+            self.known = items.to_vec();
+        }
+    }
+
     /// Wire message `i` as looprail messages (an Anthropic user turn may hold several tool
     /// results and a text).
     pub fn message(&mut self, i: usize) -> Result<&[Message], String> {
         if self.converted[i].is_none() {
             let value: Value =
                 serde_json::from_str(self.wire[i].get()).map_err(|e| format!("messages[{i}]: {e}"))?;
+            let value = self.referenced(&value).cloned().unwrap_or(value);
             self.converted[i] = Some(self.api.message(i, &value)?);
         }
         Ok(self.converted[i].as_deref().unwrap_or_default())
+    }
+
+    /// The known item an `item_reference` names.
+    fn referenced(&self, item: &Value) -> Option<&Value> {
+        if self.known.is_empty() || item["type"] != "item_reference" {
+            return None;
+        }
+        let id = item["id"].as_str()?;
+        self.known.iter().find(|known| known["id"] == id)
     }
 
     /// Wire message `i`'s fingerprint for identity: a Responses output item that carries its

@@ -154,6 +154,8 @@ impl Gateway {
             .collect();
         let mut state = self.identify(headers, head, &candidates).await;
         let from = state.resume_at(len);
+        // The last reply's items, for the references to them among the new items.
+        request.know_items(&state.reply_items);
         let (mut new, starts) = request.messages(from..len)?;
         ErrorPatterns::default().classify(&mut new);
         // Anthropic's system prompt comes apart from the messages: recorded once, first.

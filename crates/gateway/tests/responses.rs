@@ -249,8 +249,9 @@ fn reason_and_search(id: usize) -> String {
 async fn a_reply_of_several_items_continues_its_conversation_however_the_client_echoes_it() {
     // Reasoning models answer with several output items. Clients send them back whole (the
     // Agents SDK), without their ids (`store: false` requires it), or, with `store` on, as
-    // references to the stored items (the Vercel AI SDK sends each text item as
-    // `{"type": "item_reference", "id"}`).
+    // references to the stored items (the Vercel AI SDK sends every item, calls included, as
+    // `{"type": "item_reference", "id"}`): the guards read the referenced calls from the reply
+    // the gateway relayed, so the loop is still seen.
     for echo in ["whole", "stripped", "reference"] {
         let upstream = looping_upstream(reason_and_search).await;
         let recordings = tempfile::tempdir().unwrap();
@@ -271,8 +272,7 @@ async fn a_reply_of_several_items_continues_its_conversation_however_the_client_
                 break;
             }
             for item in output {
-                let referenced = echo == "reference" && item["type"] != "function_call";
-                let mut sent = if referenced {
+                let mut sent = if echo == "reference" {
                     json!({"type": "item_reference", "id": item["id"]})
                 } else {
                     item.clone()
