@@ -3,6 +3,8 @@
 // Each test file compiles this module and uses part of it.
 #![allow(dead_code)]
 
+pub mod sdk;
+
 use serde_json::Value;
 
 /// POSTs `body` as JSON to `url` and returns the response, whatever its status.

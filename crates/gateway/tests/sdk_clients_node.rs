@@ -1,0 +1,101 @@
+//! The gateway through the official Node SDKs: `openai` (Chat Completions), `@anthropic-ai/sdk`
+//! (Messages) and the Vercel AI SDK (`ai` with `@ai-sdk/openai`, whose default model API is
+//! Responses), each driving a small tool-using agent (tests/clients/node/*.mjs) against a
+//! gateway in this process, in front of a fake upstream whose model repeats the same tool call
+//! forever unless its tools are taken away. The SDKs are installed from the npm registry, at the
+//! versions tests/clients/node/package-lock.json pins, under the target directory on first use
+//! (`npm ci`); without node and npm the tests skip on a developer's machine and fail under CI.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use looprail_gateway::Api;
+use looprail_loop_core::config::LoopConfig;
+use serde_json::Value;
+
+mod common;
+use common::TempStore;
+use common::sdk::{assert_ended, gateway, may_call_tools, upstream};
+
+/// The directory holding the agents with the SDKs installed beside them, made once per target
+/// directory (again when the lockfile changes); the agents are copied in on every use.
+fn clients() -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-sdk");
+        let found =
+            |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+        if !found("node") || !found("npm") {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "node and npm are needed for the Node SDK tests under CI"
+            );
+            eprintln!("skipping the Node SDK tests: no node or npm");
+            return None;
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = std::fs::read(source.join("package-lock.json")).unwrap();
+        let installed = std::fs::read(dir.join("package-lock.json")).ok();
+        for entry in std::fs::read_dir(&source).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+        if installed.as_ref() != Some(&lock) || !dir.join("node_modules").is_dir() {
+            let status = Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .current_dir(&dir)
+                .status()
+                .unwrap();
+            assert!(status.success(), "installing the Node SDKs (npm ci) failed");
+        }
+        Some(dir)
+    })
+    .clone()
+}
+
+/// Runs an agent to its end; returns its JSON line.
+async fn agent(dir: &Path, script: &str, base: &str, task: &str, stream: bool) -> Value {
+    let mut args = vec![script.to_owned(), base.to_owned(), task.to_owned(), "40".to_owned()];
+    if stream {
+        args.push("stream".to_owned());
+    }
+    let dir = dir.to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node").args(&args).current_dir(dir).output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{script} failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_agent_on_each_node_sdk_gets_a_final_answer_streamed_or_not() {
+    let Some(dir) = clients() else { return };
+    for (script, api, base_suffix) in [
+        ("agent_openai.mjs", Api::OpenAi, "/v1"),
+        ("agent_anthropic.mjs", Api::Anthropic, ""),
+        ("agent_ai_sdk.mjs", Api::Responses, "/v1"),
+    ] {
+        for stream in [false, true] {
+            let (upstream, _) = upstream(api, false).await;
+            let store = TempStore::new("node");
+            let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
+            let task = format!("find the report ({script}, stream {stream})");
+            let result = agent(&dir, script, &format!("{}{base_suffix}", gw.url), &task, stream).await;
+            assert_ended(&result, &task);
+            let seen = upstream.requests();
+            assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
+            let last = &seen.last().unwrap().body;
+            assert!(!may_call_tools(last), "the final answer was asked for with no tool to call");
+            let relayed = seen.iter().filter(|r| r.body["stream"] == true).count();
+            assert_eq!(relayed > 0, stream, "streamed turns were relayed from a streaming upstream");
+            gw.stop().await;
+        }
+    }
+}
