@@ -58,11 +58,12 @@ fn clients() -> Option<PathBuf> {
 }
 
 /// Runs an agent to its end; returns its JSON line.
-async fn agent(dir: &Path, script: &str, base: &str, task: &str, stream: bool) -> Value {
+async fn agent(dir: &Path, script: &str, base: &str, task: &str, stream: bool, extra: &[&str]) -> Value {
     let mut args = vec![script.to_owned(), base.to_owned(), task.to_owned(), "40".to_owned()];
     if stream {
         args.push("stream".to_owned());
     }
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
     let dir = dir.to_owned();
     let out = tokio::task::spawn_blocking(move || {
         Command::new("node").args(&args).current_dir(dir).output().unwrap()
@@ -77,17 +78,22 @@ async fn agent(dir: &Path, script: &str, base: &str, task: &str, stream: bool) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_agent_on_each_node_sdk_gets_a_final_answer_streamed_or_not() {
     let Some(dir) = clients() else { return };
-    for (script, api, base_suffix) in [
-        ("agent_openai.mjs", Api::OpenAi, "/v1"),
-        ("agent_anthropic.mjs", Api::Anthropic, ""),
-        ("agent_ai_sdk.mjs", Api::Responses, "/v1"),
+    for (script, api, base_suffix, extra) in [
+        ("agent_openai.mjs", Api::OpenAi, "/v1", None),
+        ("agent_anthropic.mjs", Api::Anthropic, "", None),
+        ("agent_ai_sdk.mjs", Api::Responses, "/v1", None),
+        ("agent_ai_sdk.mjs", Api::OpenAi, "/v1", Some("chat")),
+        // The AI SDK's Anthropic provider puts the version in the base URL it is given.
+        ("agent_ai_sdk.mjs", Api::Anthropic, "/v1", Some("anthropic")),
     ] {
         for stream in [false, true] {
             let (upstream, _) = upstream(api, false).await;
             let store = TempStore::new("node");
             let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
-            let task = format!("find the report ({script}, stream {stream})");
-            let result = agent(&dir, script, &format!("{}{base_suffix}", gw.url), &task, stream).await;
+            let task = format!("find the report ({script} {extra:?}, stream {stream})");
+            let extra: Vec<&str> = extra.into_iter().collect();
+            let result =
+                agent(&dir, script, &format!("{}{base_suffix}", gw.url), &task, stream, &extra).await;
             assert_ended(&result, &task);
             let seen = upstream.requests();
             assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");

@@ -1,10 +1,12 @@
 // An agent on the Vercel AI SDK: `generateText` (or `streamText`) with a tool it runs itself
 // for up to MAX_STEPS steps, on the OpenAI provider's default model API (Responses; with
-// `store` on, its default, earlier reasoning items are sent back as item references).
+// `store` on, its default, earlier output items are sent back as item references), on its
+// Chat Completions model (`chat`), or on the Anthropic provider (`anthropic`).
 //
-// usage: node agent_ai_sdk.mjs BASE_URL TASK MAX_STEPS [stream]
+// usage: node agent_ai_sdk.mjs BASE_URL TASK MAX_STEPS [stream] [chat|anthropic]
 // Prints one JSON line: {"final": text, "steps": n, "run": the gateway's conversation id,
 // "runs": every id the gateway named}.
+import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
@@ -20,9 +22,15 @@ const watching = async (url, init) => {
   if (run) runs.add(run);
   return response;
 };
-const openai = createOpenAI({ baseURL, apiKey: "sk-client", fetch: watching });
+let model;
+if (flags.includes("anthropic")) {
+  model = createAnthropic({ baseURL, apiKey: "sk-ant-client", fetch: watching })("claude-sonnet-4-5");
+} else {
+  const openai = createOpenAI({ baseURL, apiKey: "sk-client", fetch: watching });
+  model = flags.includes("chat") ? openai.chat("gpt-4o-mini") : openai("gpt-4o-mini");
+}
 const settings = {
-  model: openai("gpt-4o-mini"),
+  model,
   system: "You search files.",
   prompt: task,
   tools: {
