@@ -1,9 +1,9 @@
-//! The gateway through the official `openai` (Chat Completions and Responses) and `anthropic`
-//! Python SDKs (issue 19): small
+//! The gateway through the official `openai` (Chat Completions and Responses), `anthropic` and
+//! `openai-agents` (the OpenAI Agents SDK) Python packages (issue 19): small
 //! tool-using agents (tests/clients/*.py) run against a gateway in this process, in front of
 //! a local fake upstream whose model repeats the same tool call forever unless its tools are
 //! taken away. The SDKs are installed from the package registry into a virtual environment
-//! under the target directory on first use (`python3 -m venv`, `pip install openai anthropic`);
+//! under the target directory on first use (`python3 -m venv`, `pip install openai anthropic openai-agents`);
 //! without python3 the tests skip on a developer's machine and fail under CI.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,7 +25,10 @@ fn python() -> Option<PathBuf> {
             let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
             let python = dir.join("bin/python");
             let ready = |p: &Path| {
-                Command::new(p).args(["-c", "import openai, anthropic"]).status().is_ok_and(|s| s.success())
+                Command::new(p)
+                    .args(["-c", "import openai, anthropic, agents"])
+                    .status()
+                    .is_ok_and(|s| s.success())
             };
             if python.exists() && ready(&python) {
                 return Some(python);
@@ -35,10 +38,19 @@ fn python() -> Option<PathBuf> {
                 eprintln!("skipping the SDK tests: no python3");
                 return None;
             }
-            let made = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap();
-            assert!(made.success(), "python3 -m venv failed (Debian: apt install python3-venv)");
+            if !python.exists() {
+                let made = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap();
+                assert!(made.success(), "python3 -m venv failed (Debian: apt install python3-venv)");
+            }
             let pip = Command::new(dir.join("bin/pip"))
-                .args(["install", "-q", "--disable-pip-version-check", "openai>=1.66", "anthropic>=0.40"])
+                .args([
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "openai>=1.66",
+                    "anthropic>=0.40",
+                    "openai-agents>=0.2",
+                ])
                 .status()
                 .unwrap();
             assert!(pip.success(), "installing the official SDKs failed");
@@ -81,6 +93,7 @@ async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
         ("agent_openai.py", Api::OpenAi, "/v1"),
         ("agent_anthropic.py", Api::Anthropic, ""),
         ("agent_responses.py", Api::Responses, "/v1"),
+        ("agent_agents_sdk.py", Api::Responses, "/v1"),
     ] {
         for stream in [false, true] {
             let (upstream, _) = upstream(api, false).await;
