@@ -1,9 +1,10 @@
 //! The gateway through the official `openai` (Chat Completions and Responses), `anthropic` and
-//! `openai-agents` (the OpenAI Agents SDK) Python packages (issue 19): small
+//! `openai-agents` (the OpenAI Agents SDK) Python packages and a LangGraph ReAct agent on
+//! LangChain's ChatOpenAI (issue 19): small
 //! tool-using agents (tests/clients/*.py) run against a gateway in this process, in front of
 //! a local fake upstream whose model repeats the same tool call forever unless its tools are
 //! taken away. The SDKs are installed from the package registry into a virtual environment
-//! under the target directory on first use (`python3 -m venv`, `pip install openai anthropic openai-agents`);
+//! under the target directory on first use (`python3 -m venv`, `pip install openai anthropic openai-agents langgraph langchain-openai`);
 //! without python3 the tests skip on a developer's machine and fail under CI.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -26,7 +27,7 @@ fn python() -> Option<PathBuf> {
             let python = dir.join("bin/python");
             let ready = |p: &Path| {
                 Command::new(p)
-                    .args(["-c", "import openai, anthropic, agents"])
+                    .args(["-c", "import openai, anthropic, agents, langgraph, langchain_openai"])
                     .status()
                     .is_ok_and(|s| s.success())
             };
@@ -50,6 +51,8 @@ fn python() -> Option<PathBuf> {
                     "openai>=1.66",
                     "anthropic>=0.40",
                     "openai-agents>=0.2",
+                    "langgraph>=0.3",
+                    "langchain-openai>=0.3",
                 ])
                 .status()
                 .unwrap();
@@ -89,19 +92,25 @@ async fn agent(python: &Path, script_name: &str, base: &str, task: &str, extra: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_agent_on_either_sdk_gets_a_final_answer_streamed_or_not() {
     let Some(python) = python() else { return };
-    for (script_name, api, base_suffix) in [
-        ("agent_openai.py", Api::OpenAi, "/v1"),
-        ("agent_anthropic.py", Api::Anthropic, ""),
-        ("agent_responses.py", Api::Responses, "/v1"),
-        ("agent_agents_sdk.py", Api::Responses, "/v1"),
+    for (script_name, api, base_suffix, flags) in [
+        ("agent_openai.py", Api::OpenAi, "/v1", &[][..]),
+        ("agent_anthropic.py", Api::Anthropic, "", &[]),
+        ("agent_responses.py", Api::Responses, "/v1", &[]),
+        ("agent_agents_sdk.py", Api::Responses, "/v1", &[]),
+        ("agent_langgraph.py", Api::OpenAi, "/v1", &[]),
+        ("agent_langgraph.py", Api::Responses, "/v1", &["responses"]),
     ] {
         for stream in [false, true] {
             let (upstream, _) = upstream(api, false).await;
             let store = temp_store("loop");
             let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
-            let task = format!("find the report ({script_name}, stream {stream})");
-            let extra: &[&str] = if stream { &["stream"] } else { &[] };
-            let result = agent(&python, script_name, &format!("{}{base_suffix}", gw.url), &task, extra).await;
+            let task = format!("find the report ({script_name} {flags:?}, stream {stream})");
+            let mut extra = flags.to_vec();
+            if stream {
+                extra.push("stream");
+            }
+            let result =
+                agent(&python, script_name, &format!("{}{base_suffix}", gw.url), &task, &extra).await;
             assert_ended(&result, &task);
             let seen = upstream.requests();
             let nudged = seen.iter().any(|r| r.body.to_string().contains("[looprail]"));
