@@ -1,8 +1,9 @@
 //! The gateway through the official Node SDKs: `openai` (Chat Completions), `@anthropic-ai/sdk`
 //! (Messages) and the Vercel AI SDK (`ai` with `@ai-sdk/openai`, whose default model API is
-//! Responses), each driving a small tool-using agent (tests/clients/node/*.mjs) against a
-//! gateway in this process, in front of a fake upstream whose model repeats the same tool call
-//! forever unless its tools are taken away. The SDKs are installed from the npm registry, at the
+//! Responses, and `@ai-sdk/anthropic`), each driving a small tool-using agent
+//! (tests/clients/node/*.mjs), and through the Codex CLI (`codex exec`), against a gateway in
+//! this process, in front of a fake upstream whose model repeats the same tool call forever
+//! unless its tools are taken away. The SDKs are installed from the npm registry, at the
 //! versions tests/clients/node/package-lock.json pins, under the target directory on first use
 //! (`npm ci`); without node and npm the tests skip on a developer's machine and fail under CI.
 
@@ -104,4 +105,61 @@ async fn a_looping_agent_on_each_node_sdk_gets_a_final_answer_streamed_or_not() 
             gw.stop().await;
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_codex_cli_looping_on_a_call_gets_a_final_answer() {
+    // Codex streams the Responses API with `store: false`, sends its whole input each turn
+    // (reasoning items with their encrypted content) and answers a call to a tool it does not
+    // have with an error output: the loop the ladder must end.
+    let Some(dir) = clients() else { return };
+    let (upstream, _) = upstream(Api::Responses, false).await;
+    let store = TempStore::new("codex");
+    let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let provider = format!(
+        "model_providers.looprail={{ name = \"looprail\", base_url = \"{}/v1\", env_key = \"OPENAI_API_KEY\", wire_api = \"responses\" }}",
+        gw.url
+    );
+    let codex = dir.join("node_modules/.bin/codex");
+    let (home_path, work_path) = (home.path().to_owned(), work.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        // Codex has no turn limit of its own: should the gateway never end the loop, the
+        // test fails after two minutes instead of hanging.
+        Command::new("timeout")
+            .arg("120")
+            .arg(codex)
+            .args([
+                "exec",
+                "--skip-git-repo-check",
+                "--json",
+                "-c",
+                &provider,
+                "-c",
+                "model_provider=\"looprail\"",
+            ])
+            .args(["-m", "gpt-4o-mini", "find the report"])
+            .env("CODEX_HOME", home_path)
+            .env("OPENAI_API_KEY", "sk-client")
+            .current_dir(work_path)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "codex failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let said =
+        events.iter().filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "agent_message");
+    let said: Vec<&str> = said.filter_map(|e| e["item"]["text"].as_str()).collect();
+    assert!(said.iter().any(|t| t.starts_with("final answer for:")), "codex got the final answer: {stdout}");
+    let seen = upstream.requests();
+    assert!(seen.iter().all(|r| r.body["store"] == false), "codex keeps nothing upstream");
+    assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
+    assert!(!may_call_tools(&seen.last().unwrap().body), "the final answer was asked for with no tool");
+    assert!(seen.len() < 20, "the ladder ended the loop within its bound: {} requests", seen.len());
+    gw.stop().await;
 }
