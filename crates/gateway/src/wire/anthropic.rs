@@ -66,6 +66,9 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
                 .collect();
             out.push(Message::assistant_with_calls(Some(text).filter(|t| !t.is_empty()), calls));
         }
+        // The Messages API takes system text among the messages too (Claude Code sends its
+        // environment so, after the first user turn): context, no turn.
+        Some("system") => out.push(Message::system(text)),
         other => return Err(format!("messages[{i}]: unknown role {other:?}")),
     }
     Ok(())

@@ -174,6 +174,7 @@ pub(crate) fn text_of(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use looprail_loop_core::message::Role;
     use serde_json::json;
 
     #[test]
@@ -193,6 +194,24 @@ mod tests {
         let mut bare = json!({"tools": [], "tool_choice": "auto", "messages": []});
         Api::OpenAi.text_only(&mut bare);
         assert_eq!(bare, json!({"messages": []}));
+    }
+
+    #[test]
+    fn an_anthropic_system_message_among_the_messages_is_context() {
+        // Claude Code 2.1 sends its environment as a system message after the first user turn.
+        let body = json!({"system": [{"type": "text", "text": "You are Claude Code."}], "messages": [
+            {"role": "user", "content": "Fix the build"},
+            {"role": "system", "content": [{"type": "text", "text": "# Environment", "cache_control": {"type": "ephemeral"}}]},
+            {"role": "system", "content": "Platform: linux"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]},
+        ]});
+        let read = Api::Anthropic.messages(&body).unwrap();
+        let roles: Vec<Role> = read.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User, Role::System, Role::System, Role::Assistant]);
+        assert_eq!(read[2].joined_text().as_deref(), Some("# Environment"));
+        assert!(
+            Api::Anthropic.messages(&json!({"messages": [{"role": "wizard", "content": "hi"}]})).is_err()
+        );
     }
 
     #[test]
