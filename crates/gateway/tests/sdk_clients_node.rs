@@ -1,8 +1,8 @@
 //! The gateway through the official Node SDKs: `openai` (Chat Completions), `@anthropic-ai/sdk`
 //! (Messages) and the Vercel AI SDK (`ai` with `@ai-sdk/openai`, whose default model API is
 //! Responses, and `@ai-sdk/anthropic`), each driving a small tool-using agent
-//! (tests/clients/node/*.mjs), and through the Codex CLI (`codex exec`), against a gateway in
-//! this process, in front of a fake upstream whose model repeats the same tool call forever
+//! (tests/clients/node/*.mjs), and through the Codex CLI (`codex exec`) and Claude Code
+//! (`claude -p`), against a gateway in this process, in front of a fake upstream whose model repeats the same tool call forever
 //! unless its tools are taken away. The SDKs are installed from the npm registry, at the
 //! versions tests/clients/node/package-lock.json pins, under the target directory on first use
 //! (`npm ci`); without node and npm the tests skip on a developer's machine and fail under CI.
@@ -158,6 +158,49 @@ async fn the_codex_cli_looping_on_a_call_gets_a_final_answer() {
     assert!(said.iter().any(|t| t.starts_with("final answer for:")), "codex got the final answer: {stdout}");
     let seen = upstream.requests();
     assert!(seen.iter().all(|r| r.body["store"] == false), "codex keeps nothing upstream");
+    assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
+    assert!(!may_call_tools(&seen.last().unwrap().body), "the final answer was asked for with no tool");
+    assert!(seen.len() < 20, "the ladder ended the loop within its bound: {} requests", seen.len());
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_looping_on_a_call_gets_a_final_answer() {
+    // Claude Code streams the Messages API with its own system messages among the messages,
+    // thinking and context-management settings, and answers a call to a tool it does not have
+    // with an error result: the loop the ladder must end.
+    let Some(dir) = clients() else { return };
+    let (upstream, _) = upstream(Api::Anthropic, false).await;
+    let store = TempStore::new("claude");
+    let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let claude = dir.join("node_modules/.bin/claude");
+    let (home_path, work_path, base) = (home.path().to_owned(), work.path().to_owned(), gw.url.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("timeout")
+            .arg("120")
+            .arg(claude)
+            .args(["-p", "find the report", "--output-format", "json", "--max-turns", "40"])
+            .env("HOME", &home_path)
+            .env("CLAUDE_CONFIG_DIR", &home_path)
+            .env("ANTHROPIC_BASE_URL", base)
+            .env("ANTHROPIC_API_KEY", "sk-ant-client")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .current_dir(work_path)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "claude failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(result["result"].as_str().unwrap_or_default().starts_with("final answer for:"), "{result}");
+    let seen = upstream.requests();
     assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
     assert!(!may_call_tools(&seen.last().unwrap().body), "the final answer was asked for with no tool");
     assert!(seen.len() < 20, "the ladder ended the loop within its bound: {} requests", seen.len());
