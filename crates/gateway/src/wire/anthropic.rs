@@ -106,26 +106,39 @@ pub(super) fn to_stream(response: &Value) -> String {
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
     let mut out = event("message_start", json!({ "type": "message_start", "message": start }));
+    // Every block keeps its place (a client rebuilds the message by index): the kinds streamed
+    // in pieces start empty and come as deltas, any other kind (`redacted_thinking`, server
+    // tools' blocks) starts whole.
     for (index, block) in response["content"].as_array().into_iter().flatten().enumerate() {
-        let (empty, delta) = match block["type"].as_str() {
+        let (start, deltas) = match block["type"].as_str() {
             Some("text") => (
                 json!({ "type": "text", "text": "" }),
-                json!({ "type": "text_delta", "text": block["text"] }),
+                vec![json!({ "type": "text_delta", "text": block["text"] })],
             ),
             Some("tool_use") => (
                 json!({ "type": "tool_use", "id": block["id"], "name": block["name"], "input": {} }),
-                json!({ "type": "input_json_delta", "partial_json": block["input"].to_string() }),
+                vec![json!({ "type": "input_json_delta", "partial_json": block["input"].to_string() })],
             ),
-            _ => continue,
+            // Extended thinking: its text, then the signature the next request must send back.
+            Some("thinking") => (
+                json!({ "type": "thinking", "thinking": "", "signature": "" }),
+                vec![
+                    json!({ "type": "thinking_delta", "thinking": block["thinking"] }),
+                    json!({ "type": "signature_delta", "signature": block["signature"] }),
+                ],
+            ),
+            _ => (block.clone(), Vec::new()),
         };
         out.push_str(&event(
             "content_block_start",
-            json!({ "type": "content_block_start", "index": index, "content_block": empty }),
+            json!({ "type": "content_block_start", "index": index, "content_block": start }),
         ));
-        out.push_str(&event(
-            "content_block_delta",
-            json!({ "type": "content_block_delta", "index": index, "delta": delta }),
-        ));
+        for delta in deltas {
+            out.push_str(&event(
+                "content_block_delta",
+                json!({ "type": "content_block_delta", "index": index, "delta": delta }),
+            ));
+        }
         out.push_str(&event("content_block_stop", json!({ "type": "content_block_stop", "index": index })));
     }
     out.push_str(&event(

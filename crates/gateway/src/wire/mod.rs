@@ -215,6 +215,36 @@ mod tests {
     }
 
     #[test]
+    fn an_anthropic_reply_streams_every_block_in_its_place_thinking_included() {
+        // A final answer fetched whole with thinking on starts with signed thinking blocks; a
+        // client rebuilds the message by block index, so none may be skipped.
+        let reply = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
+            "content": [{"type": "thinking", "thinking": "Look again.", "signature": "sig_1"},
+                {"type": "redacted_thinking", "data": "EmwK"},
+                {"type": "text", "text": "Nothing found."}],
+            "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 5, "output_tokens": 3}});
+        let stream = Api::Anthropic.to_stream(&reply, false);
+        let events: Vec<Value> = stream
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let started: Vec<(u64, Value)> = events
+            .iter()
+            .filter(|e| e["type"] == "content_block_start")
+            .map(|e| (e["index"].as_u64().unwrap(), e["content_block"]["type"].clone()))
+            .collect();
+        assert_eq!(started, [(0, json!("thinking")), (1, json!("redacted_thinking")), (2, json!("text"))]);
+        let deltas: Vec<&Value> =
+            events.iter().filter(|e| e["type"] == "content_block_delta").map(|e| &e["delta"]).collect();
+        assert_eq!(deltas[0], &json!({"type": "thinking_delta", "thinking": "Look again."}));
+        assert_eq!(deltas[1], &json!({"type": "signature_delta", "signature": "sig_1"}));
+        assert_eq!(deltas[2], &json!({"type": "text_delta", "text": "Nothing found."}));
+        let whole = events.iter().find(|e| e["index"] == 1 && e["type"] == "content_block_start").unwrap();
+        assert_eq!(whole["content_block"]["data"], "EmwK", "a redacted block comes whole");
+    }
+
+    #[test]
     fn a_tool_is_not_forced_on_an_anthropic_request_that_thinks() {
         let mut thinking = json!({"thinking": {"type": "enabled", "budget_tokens": 2048}});
         Api::Anthropic.force_tool(&mut thinking, "ask_human");
