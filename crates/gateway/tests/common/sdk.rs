@@ -92,6 +92,15 @@ pub async fn upstream(api: Api, fail_first: bool) -> (FakeServer, Arc<AtomicUsiz
                 "content": [{"type": "text", "text": format!("final answer for: {task}")}],
                 "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 10}}),
         };
+        // A request with extended thinking on is answered as the API does: a signed thinking
+        // block (and a redacted one) before the rest, which the client must send back.
+        let thinks = body.get("thinking").is_some_and(|t| !t.is_null() && t["type"] != "disabled");
+        let mut reply = reply;
+        if api == Api::Anthropic && thinks {
+            let blocks = reply["content"].as_array_mut().unwrap();
+            blocks.insert(0, json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}));
+            blocks.insert(0, json!({"type": "thinking", "thinking": "The report may be in the files.", "signature": format!("sig_{n}")}));
+        }
         if body["stream"].as_bool() == Some(true) {
             // A streaming upstream: the gateway relays it as it comes.
             let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);

@@ -11,7 +11,11 @@ const stream = flags.includes("stream");
 const client = new Anthropic({ baseURL, apiKey: "sk-ant-client", maxRetries: 0 });
 const tools = [{ name: "search", description: "Search the files.", input_schema: { type: "object", properties: { q: { type: "string" } } } }];
 const messages = [{ role: "user", content: task }];
-const params = () => ({ model: "claude-sonnet-4-5", max_tokens: 1024, system: "You search files.", messages, tools });
+// Extended thinking on: each reply starts with signed thinking blocks, sent back as they came.
+const params = () => ({
+  model: "claude-sonnet-4-5", max_tokens: 4096, thinking: { type: "enabled", budget_tokens: 1024 },
+  system: "You search files.", messages, tools,
+});
 const runs = new Set();
 let run = null;
 for (let step = 1; step <= Number(maxSteps); step++) {
