@@ -93,7 +93,7 @@ impl Gateway {
         replied: Replied,
     ) {
         let (input, output) = usage;
-        let Done { mut state, new, starts, from, len, head, last, system, link, .. } = done;
+        let Done { mut state, new, starts, from, len, head, last, system, link, referable: keep, .. } = done;
         self.gate.replied(&mut state, input, output);
         // A Responses reply comes back as its output items, that many wire messages; any other
         // as one.
@@ -127,7 +127,7 @@ impl Gateway {
         }
         // Its items the client may send back as references, for the next request's guards.
         if let Some(items) = &replied.items {
-            state.reply_items = referable(items);
+            state.reply_items = if keep { referable(items) } else { Vec::new() };
         }
         // A Responses reply the client may continue by its id: what it added is kept.
         let kept = match (link, replied.id, replied.items) {
@@ -242,6 +242,9 @@ pub(crate) struct Done {
     pub(crate) system: Option<Message>,
     /// What a Responses request adds to its chain, when one is kept.
     pub(crate) link: Option<Link>,
+    /// Whether the reply's items are kept for the client's references to them (a Responses
+    /// request with `store` on).
+    pub(crate) referable: bool,
 }
 
 /// What a complete reply says of itself for its chain: its id and, on the Responses API (only

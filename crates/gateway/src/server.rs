@@ -161,7 +161,20 @@ impl Gateway {
         // Anthropic's system prompt comes apart from the messages: recorded once, first.
         let system = Some(system).filter(|s| from == 0 && !s.is_empty()).map(Message::system);
         let last = hashes.first().copied();
-        Ok(Done { api, state, new, starts, from, len, tools, head, last, system, link: None })
+        Ok(Done {
+            api,
+            state,
+            new,
+            starts,
+            from,
+            len,
+            tools,
+            head,
+            last,
+            system,
+            link: None,
+            referable: false,
+        })
     }
 
     /// Compacts the request when it passes the threshold (and compaction is on): the summary
@@ -231,6 +244,9 @@ impl Gateway {
             Ok(done) => done,
             Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
         };
+        // A Responses request with `store` on: the client may send the reply's items back as
+        // references (with `store: false` the API refuses references, so none are kept).
+        done.referable = chain.is_some();
         done.link = chain.and_then(|start| start.link(done.from, &request));
         let verdict = self.gate.observe_new(&mut done.state, &done.new, done.len, &done.tools, now_ms());
         let stream = request.stream;

@@ -297,3 +297,27 @@ async fn a_reply_of_several_items_continues_its_conversation_however_the_client_
         assert_eq!((calls, results), (runs.len() - 1, runs.len() - 1), "{echo}: {recording}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replys_items_are_kept_for_references_only_when_store_is_on() {
+    // With `store: false` the API refuses item references, so the reply's items (a reasoning
+    // model's can be large) are not kept with the conversation's state.
+    use looprail_journal::RunStore;
+    for store_on in [true, false] {
+        let upstream = looping_upstream(reason_and_search).await;
+        let store = common::TempStore::new("referable");
+        let gw = common::sdk::gateway(&store, &upstream.url, Default::default(), 0).await;
+        let body = json!({"model": "gpt-x", "input": [{"role": "user", "content": "Find the report"}],
+            "tools": [{"type": "function", "name": "search", "parameters": {"type": "object"}}], "store": store_on});
+        let (status, _, run) = post(&gw.url, &body).await;
+        assert_eq!(status, 200);
+        gw.stop().await;
+        let sqlite = looprail_journal::SqliteStore::open(&store).await.unwrap();
+        let key = looprail_gateway::identity::state_key(&run.unwrap());
+        let state = sqlite.load_journal(&key).await.unwrap().unwrap();
+        let kept: Vec<&str> =
+            state["reply_items"].as_array().into_iter().flatten().filter_map(|i| i["id"].as_str()).collect();
+        let expected: &[&str] = if store_on { &["rs_0", "msg_0", "fc_0"] } else { &[] };
+        assert_eq!(kept, expected, "store {store_on}");
+    }
+}
