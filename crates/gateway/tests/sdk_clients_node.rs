@@ -19,7 +19,7 @@ use serde_json::Value;
 
 mod common;
 use common::TempStore;
-use common::sdk::{assert_ended, gateway, may_call_tools, upstream};
+use common::sdk::{assert_ended, assert_ladder_concluded, gateway, upstream};
 
 /// The directory holding the agents with the SDKs installed beside them, made once per target
 /// directory (again when the lockfile changes); the agents are copied in on every use.
@@ -76,6 +76,31 @@ async fn agent(dir: &Path, script: &str, base: &str, task: &str, stream: bool, e
     serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap()
 }
 
+/// Runs the installed CLI `name` with `args` in a fresh working directory, with a fresh
+/// configuration directory under each of `home_vars` and `env` set; returns its stdout once it
+/// has succeeded. Neither CLI ends a loop by itself within the test's bound: should the gateway
+/// never end it, the run is stopped after two minutes and the test fails instead of hanging.
+async fn run_cli<'a>(
+    dir: &Path,
+    name: &str,
+    args: impl IntoIterator<Item = &'a str>,
+    home_vars: &[&str],
+    env: Vec<(&str, String)>,
+) -> String {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut command = Command::new("timeout");
+    command.arg("120").arg(dir.join("node_modules/.bin").join(name)).args(args);
+    for var in home_vars {
+        command.env(var, home.path());
+    }
+    command.envs(env).current_dir(work.path()).stdin(std::process::Stdio::null());
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{name} failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_agent_on_each_node_sdk_gets_a_final_answer_streamed_or_not() {
     let Some(dir) = clients() else { return };
@@ -97,9 +122,7 @@ async fn a_looping_agent_on_each_node_sdk_gets_a_final_answer_streamed_or_not() 
                 agent(&dir, script, &format!("{}{base_suffix}", gw.url), &task, stream, &extra).await;
             assert_ended(&result, &task);
             let seen = upstream.requests();
-            assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
-            let last = &seen.last().unwrap().body;
-            assert!(!may_call_tools(last), "the final answer was asked for with no tool to call");
+            assert_ladder_concluded(&seen);
             let relayed = seen.iter().filter(|r| r.body["stream"] == true).count();
             assert_eq!(relayed > 0, stream, "streamed turns were relayed from a streaming upstream");
             gw.stop().await;
@@ -116,41 +139,24 @@ async fn the_codex_cli_looping_on_a_call_gets_a_final_answer() {
     let (upstream, _) = upstream(Api::Responses, false).await;
     let store = TempStore::new("codex");
     let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
     let provider = format!(
         "model_providers.looprail={{ name = \"looprail\", base_url = \"{}/v1\", env_key = \"OPENAI_API_KEY\", wire_api = \"responses\" }}",
         gw.url
     );
-    let codex = dir.join("node_modules/.bin/codex");
-    let (home_path, work_path) = (home.path().to_owned(), work.path().to_owned());
-    let out = tokio::task::spawn_blocking(move || {
-        // Codex has no turn limit of its own: should the gateway never end the loop, the
-        // test fails after two minutes instead of hanging.
-        Command::new("timeout")
-            .arg("120")
-            .arg(codex)
-            .args([
-                "exec",
-                "--skip-git-repo-check",
-                "--json",
-                "-c",
-                &provider,
-                "-c",
-                "model_provider=\"looprail\"",
-            ])
-            .args(["-m", "gpt-4o-mini", "find the report"])
-            .env("CODEX_HOME", home_path)
-            .env("OPENAI_API_KEY", "sk-client")
-            .current_dir(work_path)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "codex failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let args = [
+        "exec",
+        "--skip-git-repo-check",
+        "--json",
+        "-c",
+        &provider,
+        "-c",
+        "model_provider=\"looprail\"",
+        "-m",
+        "gpt-4o-mini",
+        "find the report",
+    ];
+    let env = vec![("OPENAI_API_KEY", "sk-client".to_owned())];
+    let stdout = run_cli(&dir, "codex", args, &["CODEX_HOME"], env).await;
     let events: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let said =
         events.iter().filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "agent_message");
@@ -158,8 +164,7 @@ async fn the_codex_cli_looping_on_a_call_gets_a_final_answer() {
     assert!(said.iter().any(|t| t.starts_with("final answer for:")), "codex got the final answer: {stdout}");
     let seen = upstream.requests();
     assert!(seen.iter().all(|r| r.body["store"] == false), "codex keeps nothing upstream");
-    assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
-    assert!(!may_call_tools(&seen.last().unwrap().body), "the final answer was asked for with no tool");
+    assert_ladder_concluded(&seen);
     assert!(seen.len() < 20, "the ladder ended the loop within its bound: {} requests", seen.len());
     gw.stop().await;
 }
@@ -173,36 +178,19 @@ async fn claude_code_looping_on_a_call_gets_a_final_answer() {
     let (upstream, _) = upstream(Api::Anthropic, false).await;
     let store = TempStore::new("claude");
     let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let claude = dir.join("node_modules/.bin/claude");
-    let (home_path, work_path, base) = (home.path().to_owned(), work.path().to_owned(), gw.url.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("timeout")
-            .arg("120")
-            .arg(claude)
-            .args(["-p", "find the report", "--output-format", "json", "--max-turns", "40"])
-            .env("HOME", &home_path)
-            .env("CLAUDE_CONFIG_DIR", &home_path)
-            .env("ANTHROPIC_BASE_URL", base)
-            .env("ANTHROPIC_API_KEY", "sk-ant-client")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .current_dir(work_path)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "claude failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let args = ["-p", "find the report", "--output-format", "json", "--max-turns", "40"];
+    let env = vec![
+        ("ANTHROPIC_BASE_URL", gw.url.clone()),
+        ("ANTHROPIC_API_KEY", "sk-ant-client".to_owned()),
+        ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+    ];
+    let stdout = run_cli(&dir, "claude", args, &["HOME", "CLAUDE_CONFIG_DIR"], env).await;
     let result: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(result["is_error"], false, "{result}");
     assert!(result["result"].as_str().unwrap_or_default().starts_with("final answer for:"), "{result}");
     let seen = upstream.requests();
-    assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
-    assert!(!may_call_tools(&seen.last().unwrap().body), "the final answer was asked for with no tool");
+    assert_ladder_concluded(&seen);
     assert!(seen.len() < 20, "the ladder ended the loop within its bound: {} requests", seen.len());
     gw.stop().await;
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use looprail_gateway::{Api, Gateway, GatewayConfig};
 use looprail_journal::SqliteStore;
 use looprail_loop_core::config::LoopConfig;
-use looprail_providers::fake::{FakeServer, Reply};
+use looprail_providers::fake::{FakeServer, Reply, Seen};
 use serde_json::{Value, json};
 
 /// The first user message of a request (the task): in `messages`, or the Responses API's
@@ -155,4 +155,13 @@ pub fn assert_ended(result: &Value, task: &str) {
     assert_eq!(result["runs"].as_array().map(Vec::len), Some(1), "one conversation throughout: {result}");
     let steps = result["steps"].as_u64().unwrap();
     assert!(steps < 40, "the ladder ended the loop within its bound: {result}");
+}
+
+/// Asserts what the upstream saw of a loop the ladder ended: it spoke (a `[looprail]`
+/// instruction) before it concluded, and the last request asked for the final answer with no
+/// tool to call.
+pub fn assert_ladder_concluded(seen: &[Seen]) {
+    assert!(seen.iter().any(|r| r.body.to_string().contains("[looprail]")), "the ladder spoke first");
+    let last = &seen.last().unwrap().body;
+    assert!(!may_call_tools(last), "the final answer was asked for with no tool to call");
 }
