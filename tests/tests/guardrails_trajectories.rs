@@ -1,4 +1,4 @@
-//! The default guardrail stack on real recorded runs from three scaffolds at once (issue 13,
+//! The default guardrail stack on real recorded runs from three scaffolds, four sets, at once (issues 13, 33,
 //! B10): SWE-agent (loops to catch), OpenHands (healthy edit → test runs to leave alone) and
 //! tau-bench (conversations). Asserts the targets and prints the table of docs/guardrails.md,
 //! with the presets' rows beside the default's (`-- --nocapture`).
@@ -14,6 +14,7 @@ use looprail_loop_core::message::Message;
 use looprail_tests::trajectories::{self, Recording};
 
 const SWE_AGENT: &str = "swe-agent-deepseek-chat-v2";
+const SWE_AGENT_CODER: &str = "swe-agent-deepseek-coder-v2";
 const OPENHANDS: &str = "openhands-claude-3.5-sonnet";
 const TAU_BENCH: &str = "tau-bench-gpt-4o-airline";
 
@@ -40,7 +41,7 @@ struct Set {
     runs: Vec<(Recording, Vec<Message>)>,
 }
 
-/// The three sets, loaded once for all tests of this file.
+/// The four sets, loaded once for all tests of this file.
 fn load_sets() -> Option<&'static [Set]> {
     static SETS: std::sync::OnceLock<Option<Vec<Set>>> = std::sync::OnceLock::new();
     SETS.get_or_init(read_sets).as_deref()
@@ -48,7 +49,7 @@ fn load_sets() -> Option<&'static [Set]> {
 
 fn read_sets() -> Option<Vec<Set>> {
     let root = trajectories::root()?;
-    let sets: Vec<Set> = [(SWE_AGENT, 91), (OPENHANDS, 500), (TAU_BENCH, 200)]
+    let sets: Vec<Set> = [(SWE_AGENT, 91), (SWE_AGENT_CODER, 91), (OPENHANDS, 500), (TAU_BENCH, 200)]
         .into_iter()
         .map(|(name, expected)| {
             let runs: Vec<(Recording, Vec<Message>)> = trajectories::load_dir(&root.join(name))
@@ -131,7 +132,7 @@ fn print_row(set: &str, rule: &str, r: &Row) {
 }
 
 #[test]
-fn the_default_stack_meets_the_targets_on_all_three_scaffolds() {
+fn the_default_stack_meets_the_targets_on_all_four_sets() {
     let Some(sets) = load_sets() else { return };
     let config = GuardrailsConfig::default();
     for set in sets {
@@ -160,6 +161,11 @@ fn the_default_stack_meets_the_targets_on_all_three_scaffolds() {
         match set.name {
             SWE_AGENT => {
                 assert_eq!(stuck, 13, "the SWE-agent set holds 13 stuck runs");
+                assert_eq!(r.stopped_self_finished, 0, "{r:?}");
+            }
+            SWE_AGENT_CODER => {
+                // Issue 33: five of these send the same edit 20 to 40 times while the file grows.
+                assert_eq!(stuck, 11, "the deepseek-coder SWE-agent set holds 11 stuck runs");
                 assert_eq!(r.stopped_self_finished, 0, "{r:?}");
             }
             OPENHANDS => {

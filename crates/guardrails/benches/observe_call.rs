@@ -75,3 +75,17 @@ fn fingerprint_of_2_kb_result(bencher: Bencher) {
     let (_, r) = call(7);
     bencher.bench(|| looprail_guardrails::signature::observation_fingerprint(divan::black_box(&r.content)));
 }
+
+#[divan::bench]
+fn fingerprint_and_lines_of_2_kb_result(bencher: Bencher) {
+    let (_, r) = call(7);
+    bencher.bench(|| looprail_guardrails::signature::observe_output(divan::black_box(&r.content)));
+}
+
+#[divan::bench]
+fn waiting_call_check(bencher: Bencher) {
+    let (c, _) = call(7);
+    bencher.bench(|| {
+        looprail_guardrails::is_waiting_call(divan::black_box(&c.name), divan::black_box(&c.arguments))
+    });
+}

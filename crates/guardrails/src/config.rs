@@ -148,6 +148,9 @@ pub struct GuardrailsConfig {
     pub novelty_step: u32,
     /// Novelty: distinct (call, observation) pairs remembered; an older pair counts as new.
     pub novelty_memory: u32,
+    /// Novelty: the same call (tool and arguments) this many times in a row leads to a nudge
+    /// whatever its outputs: insurance for a repetition whose outputs all look new (0 = off).
+    pub identical_call_nudge: u32,
     /// Calls in the thrash window (F16).
     pub window: u32,
     /// Identical thrash: the same (tool, arguments) this many times in the window (F16).
@@ -198,6 +201,7 @@ impl Default for GuardrailsConfig {
             novelty_after: 2,
             novelty_step: 2,
             novelty_memory: 256,
+            identical_call_nudge: 5,
             window: 6,
             identical_threshold: 3,
             pattern_threshold: 4,
@@ -247,6 +251,7 @@ guardrails_file! {
     novelty_after: u32,
     novelty_step: u32,
     novelty_memory: u32,
+    identical_call_nudge: u32,
     window: u32,
     identical_threshold: u32,
     pattern_threshold: u32,
@@ -287,6 +292,7 @@ impl GuardrailsConfig {
             "novelty_memory",
             "must be between 16 and 65536",
         )?;
+        check(self.identical_call_nudge != 1, "identical_call_nudge", "must be 0 (off) or at least 2")?;
         check((2..=64).contains(&self.window), "window", "must be between 2 and 64")?;
         check(
             (2..=self.window).contains(&self.identical_threshold),
@@ -344,6 +350,7 @@ mod tests {
             (r#"{"detectors": ["psychic"]}"#, "detectors[0]"),
             (r#"{"consecutive_steps": 1}"#, "consecutive_steps"),
             (r#"{"novelty_after": 0}"#, "novelty_after"),
+            (r#"{"identical_call_nudge": 1}"#, "identical_call_nudge"),
         ];
         for (json, key) in cases {
             let err = GuardrailsConfig::from_json_str(json).unwrap_err();

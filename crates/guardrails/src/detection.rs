@@ -4,7 +4,7 @@
 use looprail_loop_core::guard::GuardStateError;
 
 use crate::ladder::Level;
-use crate::signature::CallSignature;
+use crate::signature::{CallSignature, OutputLines};
 
 /// One tool call as detectors see it.
 #[derive(Debug, Clone, Copy)]
@@ -17,9 +17,19 @@ pub struct Observed<'a> {
     pub signature: CallSignature,
     /// Fingerprint of the result with volatile numbers masked (B4).
     pub observation: u64,
+    /// The result's masked lines, for detectors that compare outputs line by line.
+    pub lines: &'a OutputLines,
     /// True when the result is an error.
     pub is_error: bool,
+    /// True when the call waits on something outside the agent (a status poll; see
+    /// [`is_waiting_call`](crate::is_waiting_call)): its repetition is waiting, not a loop.
+    pub waiting: bool,
 }
+
+/// The tier of a finding that says only "the same call again", not "nothing new" (the
+/// insurance of [`NoveltyStreak`](crate::NoveltyStreak)): the [`LoopGuard`](crate::LoopGuard)'s
+/// backstop does not count such a call as stale.
+pub const TIER_IDENTICAL_CALL: &str = "identical_call";
 
 /// A detector's finding.
 #[derive(Debug, Clone, PartialEq, Eq)]

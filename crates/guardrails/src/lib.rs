@@ -70,15 +70,17 @@ mod loop_guard;
 mod repeat_counter;
 pub mod replay;
 pub mod signature;
+mod waiting;
 
 pub use config::{DetectorKind, GuardrailsConfig, Preset, RepeatAction, RepeatCounterConfig};
 pub use consecutive_steps::ConsecutiveSteps;
-pub use detection::{Detection, Detector, Observed};
+pub use detection::{Detection, Detector, Observed, TIER_IDENTICAL_CALL};
 pub use detectors::{CycleDetector, NoveltyStreak, SameObservation, ThrashWindow};
 pub use error_streak::ErrorStreak;
 pub use ladder::{EscalationLadder, Level};
 pub use loop_guard::{LOOP_GUARD, LoopGuard};
 pub use repeat_counter::{FLAG_LOOP_DETECTED, RepeatCounter};
+pub use waiting::is_waiting_call;
 
 /// The stack `config` describes: [`ConsecutiveSteps`] (when `consecutive_steps > 0`), the
 /// [`RepeatCounter`] (when configured), the [`LoopGuard`] (when it has a detector or a

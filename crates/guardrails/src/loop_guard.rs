@@ -11,10 +11,11 @@ use looprail_loop_core::outcome::StopCause;
 use looprail_loop_core::tool::ToolChoice;
 
 use crate::config::{DetectorKind, GuardrailsConfig};
-use crate::detection::{Detection, Detector, Observed};
+use crate::detection::{Detection, Detector, Observed, TIER_IDENTICAL_CALL};
 use crate::detectors::{CycleDetector, NoveltyStreak, SameObservation, ThrashWindow};
 use crate::ladder::{EscalationLadder, Level};
-use crate::signature::{CallSignature, Fnv64, observation_fingerprint};
+use crate::signature::{CallSignature, Fnv64, observe_output};
+use crate::waiting::is_waiting_call;
 
 /// The guard's name and the key of its saved state.
 pub const LOOP_GUARD: &str = "loop_guard";
@@ -22,7 +23,11 @@ pub const LOOP_GUARD: &str = "loop_guard";
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 struct Counters {
     calls_seen: u64,
+    /// The last step's calls and observations.
     last_step: Option<u64>,
+    /// The last step's calls alone.
+    #[serde(default)]
+    last_calls: Option<u64>,
     consecutive_steps: u32,
 }
 
@@ -36,7 +41,8 @@ struct SavedState {
 /// Runs the configured detectors (by default [`NoveltyStreak`]: repetition without novelty)
 /// after every tool call and walks the escalation ladder (F17): a soft nudge, a hard
 /// directive, then a forced `ask_human` call (or a stop when the run has no `ask_human` tool).
-/// The same whole step with the same observations `consecutive_stop` times in a row stops the
+/// The same whole step with nothing new (the same observations, or outputs found stale)
+/// `consecutive_stop` times in a row stops the
 /// run: a backstop for a model that ignores the ladder (or a provider that ignores tool choice).
 ///
 /// ```
@@ -99,11 +105,10 @@ impl LoopGuard {
             .iter()
             .map(|kind| -> Box<dyn Detector> {
                 match kind {
-                    DetectorKind::Novelty => Box::new(NoveltyStreak::new(
-                        config.novelty_after,
-                        config.novelty_step,
-                        config.novelty_memory,
-                    )),
+                    DetectorKind::Novelty => Box::new(
+                        NoveltyStreak::new(config.novelty_after, config.novelty_step, config.novelty_memory)
+                            .identical_call_nudge(config.identical_call_nudge),
+                    ),
                     DetectorKind::Thrash => Box::new(ThrashWindow::new(
                         config.window,
                         config.identical_threshold,
@@ -203,9 +208,14 @@ impl Guard for LoopGuard {
         results: &[ToolResult],
     ) -> Vec<Decision> {
         let mut decisions = Vec::new();
-        // The step's key for the backstop: its calls' signatures AND observations, so a poll
-        // whose output changes is never a repeated step.
+        // The step's keys for the backstop: its calls' signatures, and their observations, so
+        // a poll whose output changes is never a repeated step; unless every call of the step
+        // was found stale (its output brought nothing new: the same edit again while a file
+        // grows), when the signatures alone are the key. Waiting calls are left out: the
+        // wall-clock limit ends a wait.
+        let mut calls_key = Fnv64::default();
         let mut step = Fnv64::default();
+        let mut all_detected = true;
         let mut first_watched: Option<&str> = None;
         for (call, result) in calls.iter().zip(results) {
             let index = self.counters.calls_seen;
@@ -214,15 +224,27 @@ impl Guard for LoopGuard {
                 continue;
             }
             let signature = CallSignature::of(&call.name, &call.arguments);
-            let observation = observation_fingerprint(&result.content);
-            step.write(&signature.call.to_le_bytes());
-            step.write(&observation.to_le_bytes());
-            first_watched.get_or_insert(call.name.as_str());
-            let observed =
-                Observed { index, tool: &call.name, signature, observation, is_error: result.is_error };
+            let (observation, lines) = observe_output(&result.content);
+            let waiting = is_waiting_call(&call.name, &call.arguments);
+            if !waiting {
+                calls_key.write(&signature.call.to_le_bytes());
+                step.write(&signature.call.to_le_bytes());
+                step.write(&observation.to_le_bytes());
+                first_watched.get_or_insert(call.name.as_str());
+            }
+            let observed = Observed {
+                index,
+                tool: &call.name,
+                signature,
+                observation,
+                lines: &lines,
+                is_error: result.is_error,
+                waiting,
+            };
             let detections: Vec<Detection> =
                 self.detectors.iter_mut().filter_map(|d| d.observe(&observed)).collect();
             let strongest = detections.iter().max_by_key(|d| d.cap);
+            all_detected &= waiting || detections.iter().any(|d| d.tier != TIER_IDENTICAL_CALL);
             match strongest {
                 Some(detection) => {
                     if let Some(level) = self.ladder.on_detection(index, detection.cap) {
@@ -236,13 +258,15 @@ impl Guard for LoopGuard {
         }
         // The backstop: the same whole step again and again, whatever the ladder said.
         if let (Some(first_tool), true) = (first_watched, self.consecutive_stop > 0) {
-            let step = step.finish();
-            if self.counters.last_step == Some(step) {
+            let (calls_key, step) = (calls_key.finish(), step.finish());
+            let same_calls = self.counters.last_calls == Some(calls_key);
+            if same_calls && (self.counters.last_step == Some(step) || all_detected) {
                 self.counters.consecutive_steps += 1;
             } else {
-                self.counters.last_step = Some(step);
                 self.counters.consecutive_steps = 1;
             }
+            self.counters.last_step = Some(step);
+            self.counters.last_calls = Some(calls_key);
             if self.counters.consecutive_steps >= self.consecutive_stop {
                 let tool = first_tool.to_owned();
                 let count = self.counters.consecutive_steps;
@@ -256,7 +280,7 @@ impl Guard for LoopGuard {
                 }));
                 decisions.push(Decision::Stop(StopCause::LoopDetected {
                     detector: "consecutive_steps".into(),
-                    detail: format!("the same step on `{tool}` with the same result {count} times in a row"),
+                    detail: format!("the same step on `{tool}` with nothing new {count} times in a row"),
                     evidence: None,
                 }));
             }
@@ -268,6 +292,7 @@ impl Guard for LoopGuard {
         if self.reset_on_user_turn {
             self.ladder.reset();
             self.counters.last_step = None;
+            self.counters.last_calls = None;
             self.counters.consecutive_steps = 0;
             for detector in &mut self.detectors {
                 detector.reset();

@@ -10,16 +10,20 @@
 //! The hasher is [`Fnv64`] (stable across processes and versions, so signatures can be saved
 //! with a run); canonical JSON is hashed straight from the raw text (`canonical`), and tool
 //! results are fingerprinted with their volatile numbers masked ([`observation_fingerprint`]).
+//! [`OutputLines`] keeps a result's masked lines in brief, so that the next result of the same
+//! call can be compared with it: the same change again, or no new content.
 
 use serde_json::Value;
 
 mod canonical;
 mod fnv;
+mod lines;
 mod observation;
 
 pub use canonical::canonical_json;
 use canonical::{hash_canonical, hash_raw};
 pub use fnv::{Fnv64, hash_str};
+pub use lines::{LINES_KEPT, LINES_MAX_BYTES, LineChange, OutputLines, observe_output};
 pub use observation::{FINGERPRINT_HEAD, FINGERPRINT_TAIL, observation_fingerprint};
 
 /// String values longer than this many characters are cut when arguments are shown to a person

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use looprail_guardrails::signature::{CallSignature, observation_fingerprint};
+use looprail_guardrails::signature::{CallSignature, OutputLines, observation_fingerprint};
 use looprail_guardrails::{
     ConsecutiveSteps, CycleDetector, Detector, ErrorStreak, FLAG_LOOP_DETECTED, GuardrailsConfig, Level,
     LoopGuard, Observed, RepeatAction, RepeatCounter, RepeatCounterConfig, SameObservation, default_stack,
@@ -15,13 +15,15 @@ use looprail_loop_core::guard::{Counters, Decision, TurnView};
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::testkit::{RecordingTool, ScriptedProvider};
 
-fn observed<'a>(index: u64, tool: &'a str, args: &str, output: &str) -> Observed<'a> {
+fn observed<'a>(index: u64, tool: &'a str, args: &str, output: &str, lines: &'a OutputLines) -> Observed<'a> {
     Observed {
         index,
         tool,
         signature: CallSignature::of(tool, args),
         observation: observation_fingerprint(output),
+        lines,
         is_error: false,
+        waiting: false,
     }
 }
 
@@ -198,7 +200,9 @@ fn thrash_verdicts(calls: &[(&str, &str)]) -> Vec<Option<&'static str>> {
     calls
         .iter()
         .enumerate()
-        .map(|(i, (tool, args))| detector.observe(&observed(i as u64, tool, args, "out")).map(|d| d.tier))
+        .map(|(i, (tool, args))| {
+            detector.observe(&observed(i as u64, tool, args, "out", &OutputLines::of("out"))).map(|d| d.tier)
+        })
         .collect()
 }
 
@@ -250,14 +254,38 @@ fn edit_then_rerun_the_same_test_is_progress_even_with_the_same_failure() {
 }
 
 #[test]
-fn a_poll_whose_output_grows_is_never_flagged() {
-    let logs: Vec<String> = (1..40).map(|n| "building module\n".repeat(n)).collect();
+fn a_poll_whose_output_grows_with_new_lines_is_never_flagged() {
+    let modules = ["core", "net", "io", "json", "http", "tls", "cli", "db", "cache", "auth"];
+    let logs: Vec<String> = (1..40)
+        .map(|n| {
+            (0..n)
+                .map(|i| format!("building module {}-{}\n", modules[i % 10], modules[i / 10 % 10]))
+                .collect()
+        })
+        .collect();
     let mut calls = Vec::new();
     for log in &logs {
         calls.push(("bash", r#"{"command": "sleep 30"}"#, ""));
         calls.push(("BashOutput", r#"{"bash_id": "b1"}"#, log.as_str()));
     }
     assert_eq!(novelty_levels(&calls), []);
+}
+
+#[test]
+fn a_poll_that_only_adds_the_same_line_is_waiting_a_nudge_at_most() {
+    // Issue 33: a wait is ended by the wall clock, never by the ladder's ask_human.
+    let logs: Vec<String> = (1..40).map(|n| "still running\n".repeat(n)).collect();
+    let mut calls = Vec::new();
+    for log in &logs {
+        calls.push(("bash", r#"{"command": "sleep 30"}"#, ""));
+        calls.push(("BashOutput", r#"{"bash_id": "b1"}"#, log.as_str()));
+    }
+    let levels = novelty_levels(&calls);
+    assert!(!levels.is_empty(), "a wait that moves nothing is noticed");
+    assert!(levels.iter().all(|(_, level)| level == "nudge"), "{levels:?}");
+    // The same command with the same output, not a poll: a loop, handed to a human.
+    let calls = [("bash", r#"{"command": "cat build.log"}"#, "still running"); 8];
+    assert!(novelty_levels(&calls).iter().any(|(_, level)| level == "ask_human"));
 }
 
 #[test]
@@ -300,7 +328,15 @@ fn cycle_verdicts(sequence: &str) -> Vec<bool> {
         .chars()
         .enumerate()
         .map(|(i, c)| {
-            detector.observe(&observed(i as u64, "t", &format!("{{\"x\": \"{c}\"}}"), "out")).is_some()
+            detector
+                .observe(&observed(
+                    i as u64,
+                    "t",
+                    &format!("{{\"x\": \"{c}\"}}"),
+                    "out",
+                    &OutputLines::of("out"),
+                ))
+                .is_some()
         })
         .collect()
 }
@@ -326,16 +362,15 @@ fn four_identical_action_observation_pairs_are_detected_three_are_not() {
     let verdicts: Vec<bool> = outputs
         .iter()
         .enumerate()
-        .map(|(i, o)| detector.observe(&observed(i as u64, "shell", args, o)).is_some())
+        .map(|(i, o)| detector.observe(&observed(i as u64, "shell", args, o, &OutputLines::of(o))).is_some())
         .collect();
     assert_eq!(verdicts, [false, false, false, true], "line numbers do not hide the repeat (B4)");
     let mut other = SameObservation::new(20, 4);
     let different = ["BUILD FAILURE", "BUILD SUCCESS", "BUILD FAILURE", "BUILD SUCCESS"];
     assert!(
-        different
-            .iter()
-            .enumerate()
-            .all(|(i, o)| other.observe(&observed(i as u64, "shell", args, o)).is_none())
+        different.iter().enumerate().all(|(i, o)| other
+            .observe(&observed(i as u64, "shell", args, o, &OutputLines::of(o)))
+            .is_none())
     );
 }
 

@@ -40,12 +40,27 @@ fn verdicts_from(
     spaced: bool,
     first: usize,
 ) -> Vec<String> {
+    verdicts_with(guards, calls, order, spaced, first, &[])
+}
+
+/// Like `verdicts_from`, with each output's line number replaced by `numbers[i]` (when given).
+fn verdicts_with(
+    guards: &mut [Box<dyn Guard>],
+    calls: &[Call],
+    order: &[usize; 4],
+    spaced: bool,
+    first: usize,
+    numbers: &[u32],
+) -> Vec<String> {
     let config = LoopConfig::default();
     let counters = Counters::default();
     let view = TurnView { counters: &counters, messages: &[], config: &config, elapsed: Default::default() };
     let mut out = Vec::new();
     for (i, call) in calls.iter().enumerate() {
-        let (tool, args, output) = render(call, order, spaced);
+        let (tool, args, mut output) = render(call, order, spaced);
+        if let Some(n) = numbers.get(i) {
+            output = format!("output {} at line {n}", call.2);
+        }
         let id = format!("c{}", first + i);
         let c = ToolCall::new(&id, tool, args);
         let r = ToolResult::ok(&id, output);
@@ -109,7 +124,7 @@ proptest! {
     }
 
     #[test]
-    fn an_identical_call_whose_observation_changes_never_climbs_past_a_nudge(
+    fn a_status_poll_whose_observation_changes_never_climbs_past_a_nudge(
         outputs in prop::collection::vec(0u8..4, 2..80),
     ) {
         // The same poll every time; its output differs from the one before (it may come back
@@ -134,6 +149,67 @@ proptest! {
             }
             prop_assert!(guard.level() <= Level::Nudge, "climbed to {:?} at call {i}", guard.level());
         }
+    }
+
+    #[test]
+    fn the_same_call_whose_output_grows_by_the_same_block_reaches_a_human(
+        base in prop::collection::vec("[a-z]{1,12}( [a-z]{1,8})?", 1..20),
+        block in prop::collection::vec("[a-z]{1,12}[;{}]?", 1..8),
+        at in any::<prop::sample::Index>(),
+        numbered in any::<bool>(),
+    ) {
+        // Issue 33: the same edit sent again and again; each time the file grows by the same
+        // block (inserted at the same place), so every output is new and nothing is learned.
+        let mut file = base.clone();
+        let at = at.index(base.len() + 1);
+        let mut levels = Vec::new();
+        let mut guard = LoopGuard::new(&GuardrailsConfig::default());
+        for i in 0..12 {
+            for (k, line) in block.iter().enumerate() {
+                file.insert(at + k, line.clone());
+            }
+            let shown: Vec<String> = file
+                .iter()
+                .enumerate()
+                .map(|(n, l)| if numbered { format!("{}:{l}", n + 1) } else { l.clone() })
+                .collect();
+            let output = format!("[File: a.java ({} lines total)]\n{}\nFile updated.", file.len(), shown.join("\n"));
+            levels.extend(observe(&mut guard, i, "edit", r#"{"command": "edit 3:3"}"#, &output));
+        }
+        prop_assert!(levels.iter().any(|(_, l)| l == "ask_human"), "{:?}", levels);
+        let handed = levels.iter().find(|(_, l)| l == "ask_human").map(|(i, _)| *i);
+        prop_assert!(handed.is_some_and(|i| i <= 9), "{:?}", levels);
+    }
+
+    #[test]
+    fn the_same_call_whose_output_grows_by_new_content_never_passes_a_nudge(
+        growth in prop::collection::vec(1usize..4, 2..40),
+        sleeps in any::<bool>(),
+    ) {
+        // A log followed by the same call: every read brings lines never shown before.
+        let mut log = String::from("build started");
+        let mut n = 0;
+        let mut guard = LoopGuard::new(&GuardrailsConfig::default());
+        let args = if sleeps { r#"{"command": "sleep 5; tail -n 200 build.log"}"# } else { r#"{"command": "tail -n 200 build.log"}"# };
+        for (i, lines) in growth.iter().enumerate() {
+            for _ in 0..*lines {
+                n += 1;
+                log.push_str(&format!("\ncompiled {}", looprail_guardrails::kit::histories::word(n * 7919)));
+            }
+            for (at, level) in observe(&mut guard, i, "bash", args, &log) {
+                prop_assert_eq!(level.as_str(), "nudge", "at call {}", at);
+            }
+        }
+    }
+
+    #[test]
+    fn volatile_numbers_in_outputs_never_change_a_verdict(
+        calls in prop::collection::vec(call_strategy(), 1..50),
+        numbers in prop::collection::vec(0u32..1_000_000, 50),
+    ) {
+        let plain = verdicts(&mut stack(), &calls, &[0, 1, 2, 3], false);
+        let renumbered = verdicts_with(&mut stack(), &calls, &[0, 1, 2, 3], false, 0, &numbers);
+        prop_assert_eq!(plain, renumbered);
     }
 
     #[test]
@@ -193,6 +269,23 @@ proptest! {
             .collect();
         prop_assert_eq!(tail, expected);
     }
+}
+
+/// One call through `guard`: the levels of the loop events it raised.
+fn observe(guard: &mut LoopGuard, i: usize, tool: &str, args: &str, output: &str) -> Vec<(usize, String)> {
+    let config = LoopConfig::default();
+    let counters = Counters::default();
+    let view = TurnView { counters: &counters, messages: &[], config: &config, elapsed: Default::default() };
+    let c = ToolCall::new(format!("c{i}"), tool, args);
+    let r = ToolResult::ok(format!("c{i}"), output);
+    guard
+        .after_tools(&view, std::slice::from_ref(&c), std::slice::from_ref(&r))
+        .into_iter()
+        .filter_map(|d| match d {
+            Decision::Emit(Event::LoopDetected { level, .. }) => Some((i, level)),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The window detectors the [`LoopGuard`](crate::LoopGuard) runs after every tool call.
 
 mod cycle;
+mod effect;
 mod novelty;
 mod same_observation;
 mod thrash;
