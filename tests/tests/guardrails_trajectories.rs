@@ -76,6 +76,9 @@ fn report(messages: &[Message], config: &GuardrailsConfig) -> ReplayReport {
 struct Row {
     stuck: usize,
     caught: usize,
+    /// Stuck runs whose first event came within 5 calls of the loop's start and that were
+    /// stopped or handed to a human within 10.
+    in_time: usize,
     handed_over: usize,
     self_finished: usize,
     stopped_self_finished: usize,
@@ -95,9 +98,13 @@ fn row(set: &Set, config: &GuardrailsConfig) -> Row {
     for (run, messages) in &set.runs {
         let report = report(messages, config);
         let stopped = report.stopped_at.is_some();
-        if loop_start(messages).is_some() {
+        if let Some(start) = loop_start(messages) {
             row.stuck += 1;
             row.caught += usize::from(stopped);
+            let first = report.events.first().map(|e| e.call_index);
+            let in_time =
+                first.is_some_and(|f| f <= start + 5) && report.stopped_at.is_some_and(|s| s <= start + 10);
+            row.in_time += usize::from(in_time);
         }
         row.handed_over += usize::from(report.stop_reason.as_deref() == Some("ask_human"));
         if run.self_finished() {
@@ -116,7 +123,9 @@ fn row(set: &Set, config: &GuardrailsConfig) -> Row {
 fn print_row(set: &str, rule: &str, r: &Row) {
     let pct = |n: usize, d: usize| 100.0 * n as f64 / d.max(1) as f64;
     eprintln!(
-        "| {set} | {rule} | {}/{} | {} | {}/{} ({:.1}%) | {}/{} | {}/{} ({:.1}%) |",
+        "| {set} | {rule} | {}/{} | {}/{} | {} | {}/{} ({:.1}%) | {}/{} | {}/{} ({:.1}%) |",
+        r.in_time,
+        r.stuck,
         r.caught,
         r.stuck,
         r.handed_over,
@@ -186,9 +195,9 @@ fn the_default_stack_meets_the_targets_on_all_four_sets() {
         }
     }
     eprintln!(
-        "| set | rule | stuck runs caught | handed to a human | self-finished stopped | resolved stopped | resolved runs nudged |"
+        "| set | rule | stuck runs caught in time | stuck runs caught | handed to a human | self-finished stopped | resolved stopped | resolved runs nudged |"
     );
-    eprintln!("|---|---|---|---|---|---|---|");
+    eprintln!("|---|---|---|---|---|---|---|---|");
     for set in sets {
         for preset in Preset::ALL {
             let label = if preset == Preset::Novelty {

@@ -52,7 +52,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
         /// Replace the guardrails section with a named preset: novelty (the default),
-        /// s2-literal, s1-consecutive, s3-repeat-hint, s0-reflection, looprail-0.1.
+        /// s2-literal, s1-consecutive, s3-repeat-hint, s0-reflection, looprail-0.1, and the
+        /// peers' rules gemini-cli, roo-code, openhands-stuck.
         #[arg(long, value_parser = parse_preset)]
         preset: Option<Preset>,
         /// Files or directories of runs (OpenAI chat or Anthropic Messages; JSON or JSONL).

@@ -73,17 +73,28 @@ pub enum Preset {
     /// looprail 0.1's default: thrash (pattern capped at a nudge), cycles and same
     /// observations feeding the ladder.
     Looprail01,
+    /// gemini-cli's tool-call rule: the 5th identical call in a row ends the turn.
+    GeminiCli,
+    /// Roo-Code's repetition rule: a 4th identical call in a row is refused and the user
+    /// asked (here: the run stops there).
+    RooCode,
+    /// OpenHands' stuck detector: the same action and observation 4 times in a row, the same
+    /// failing action 3 times, or A-B-A-B-A-B with the same observations, ends the run.
+    OpenhandsStuck,
 }
 
 impl Preset {
     /// Every preset, the default first.
-    pub const ALL: [Preset; 6] = [
+    pub const ALL: [Preset; 9] = [
         Preset::Novelty,
         Preset::S2Literal,
         Preset::S1Consecutive,
         Preset::S3RepeatHint,
         Preset::S0Reflection,
         Preset::Looprail01,
+        Preset::GeminiCli,
+        Preset::RooCode,
+        Preset::OpenhandsStuck,
     ];
 
     /// The name used in config files and on the command line.
@@ -95,6 +106,9 @@ impl Preset {
             Preset::S3RepeatHint => "s3-repeat-hint",
             Preset::S0Reflection => "s0-reflection",
             Preset::Looprail01 => "looprail-0.1",
+            Preset::GeminiCli => "gemini-cli",
+            Preset::RooCode => "roo-code",
+            Preset::OpenhandsStuck => "openhands-stuck",
         }
     }
 
@@ -130,6 +144,9 @@ impl Preset {
                 error_streak_repeats_only: false,
                 ..base
             },
+            Preset::GeminiCli => GuardrailsConfig { consecutive_steps: 5, ..nothing },
+            Preset::RooCode => GuardrailsConfig { consecutive_steps: 4, ..nothing },
+            Preset::OpenhandsStuck => GuardrailsConfig { stuck_patterns: true, ..nothing },
         }
     }
 }
@@ -192,6 +209,9 @@ pub struct GuardrailsConfig {
     /// A new user message resets windows, streaks and the ladder (the repeat counter lives as
     /// long as the run).
     pub reset_on_user_turn: bool,
+    /// OpenHands' stuck rules as a guard that stops the run ([`StuckPatterns`](crate::StuckPatterns));
+    /// off but in the `openhands-stuck` preset.
+    pub stuck_patterns: bool,
 }
 
 impl Default for GuardrailsConfig {
@@ -220,6 +240,7 @@ impl Default for GuardrailsConfig {
             polling_tools: Vec::new(),
             directive_tool: None,
             reset_on_user_turn: true,
+            stuck_patterns: false,
         }
     }
 }
@@ -270,6 +291,7 @@ guardrails_file! {
     polling_tools: Vec<String>,
     directive_tool: Option<String>,
     reset_on_user_turn: bool,
+    stuck_patterns: bool,
 }
 
 impl GuardrailsConfig {

@@ -15,17 +15,18 @@
 //! | B2 polling tools exempt | [`GuardrailsConfig::polling_tools`] |
 //! | B3 alternating cycles, same action + same observation | [`CycleDetector`], [`SameObservation`] |
 //! | B5 offline replay of recorded runs | [`replay`] |
-//! | the sources' literal rules as named presets | [`Preset`] |
+//! | the sources' literal rules and peers' rules (gemini-cli, Roo-Code, OpenHands) as named presets | [`Preset`], [`StuckPatterns`] |
 //! | property tests of your own settings (feature `proptest`) | `kit` |
 //!
-//! A loop is repetition without novelty: calls, and observations, the run has already
-//! produced, with nothing new in between. Re-running a test after a different edit, or polling
-//! a job whose output grows, is progress and never escalates. [`default_stack`] builds the
-//! stack a [`GuardrailsConfig`] describes; the default is the [`LoopGuard`] running the
+//! A loop is repetition without novelty: calls, and observations, that bring nothing new.
+//! Re-running a test after a different edit, or polling a job whose output grows with new lines,
+//! is progress and never escalates; the same edit sent again while the file grows by the same
+//! block is not (its output changes, by the same change every time). [`default_stack`] builds
+//! the stack a [`GuardrailsConfig`] describes; the default is the [`LoopGuard`] running the
 //! [`NoveltyStreak`] into the ladder (with a late backstop) and an [`ErrorStreak`] that reflects
-//! on repeated errors. Judged on real SWE-agent, OpenHands and tau-bench runs at once, it hands
-//! every stuck run to a human within 7 calls of its loop's start and stops no run the benchmark
-//! resolved on OpenHands or any run tau-bench's agent finished (figures in
+//! on repeated errors. Judged on real SWE-agent (two models), OpenHands and tau-bench runs at
+//! once, it hands every stuck run to a human within 8 calls of its loop's start and stops no
+//! run the benchmark resolved on OpenHands or any run tau-bench's agent finished (figures in
 //! `docs/guardrails.md`). All state is serde data saved with the run (F20).
 //!
 //! ```
@@ -70,6 +71,7 @@ mod loop_guard;
 mod repeat_counter;
 pub mod replay;
 pub mod signature;
+mod stuck_patterns;
 mod waiting;
 
 pub use config::{DetectorKind, GuardrailsConfig, Preset, RepeatAction, RepeatCounterConfig};
@@ -80,10 +82,12 @@ pub use error_streak::ErrorStreak;
 pub use ladder::{EscalationLadder, Level};
 pub use loop_guard::{LOOP_GUARD, LoopGuard};
 pub use repeat_counter::{FLAG_LOOP_DETECTED, RepeatCounter};
+pub use stuck_patterns::{STUCK_PATTERNS, StuckPatterns};
 pub use waiting::is_waiting_call;
 
 /// The stack `config` describes: [`ConsecutiveSteps`] (when `consecutive_steps > 0`), the
-/// [`RepeatCounter`] (when configured), the [`LoopGuard`] (when it has a detector or a
+/// [`RepeatCounter`] (when configured), [`StuckPatterns`] (when `stuck_patterns`), the
+/// [`LoopGuard`] (when it has a detector or a
 /// backstop) and the [`ErrorStreak`] (when `error_streak > 0`). Values out of range are left to
 /// [`GuardrailsConfig::validate`]; a guard whose setting it would refuse is left out.
 pub fn default_stack(config: &GuardrailsConfig) -> Vec<Box<dyn Guard>> {
@@ -95,6 +99,9 @@ pub fn default_stack(config: &GuardrailsConfig) -> Vec<Box<dyn Guard>> {
     }
     if let Some(repeat) = &config.repeat_counter {
         guards.push(Box::new(RepeatCounter::new(repeat.clone(), config.polling_tools.clone())));
+    }
+    if config.stuck_patterns {
+        guards.push(Box::new(StuckPatterns::default()));
     }
     if !config.detectors.is_empty() || config.consecutive_stop > 0 {
         guards.push(Box::new(LoopGuard::new(config)));

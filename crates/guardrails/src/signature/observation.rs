@@ -37,6 +37,10 @@ pub fn observation_fingerprint(text: &str) -> u64 {
         return fingerprint_bytes(all);
     }
     let (head_end, tail_start) = cut_points(all);
+    observation_fingerprint_of(all, head_end, tail_start)
+}
+
+fn observation_fingerprint_of(all: &[u8], head_end: usize, tail_start: usize) -> u64 {
     long_fingerprint(fingerprint_bytes(&all[..head_end]), fingerprint_bytes(&all[tail_start..]), all.len())
 }
 
@@ -50,6 +54,11 @@ pub(super) fn mask_with_fingerprint(all: &[u8], normal: &mut Vec<u8>) -> u64 {
     }
     // The cut points are word boundaries, so the three pieces mask as the whole would.
     let (head_end, tail_start) = cut_points(all);
+    if tail_start < head_end {
+        // A word across both cuts: the head and the tail overlap.
+        mask_into(all, normal);
+        return observation_fingerprint_of(all, head_end, tail_start);
+    }
     mask_into(&all[..head_end], normal);
     let head = normal.len();
     mask_into(&all[head_end..tail_start], normal);
@@ -175,6 +184,25 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// Masking once for the fingerprint and the lines gives the fingerprint of
+        /// [`observation_fingerprint`], whatever the length and wherever the words fall.
+        #[test]
+        fn one_pass_gives_the_same_fingerprint(
+            pieces in prop::collection::vec(prop::sample::select(vec!["a", "b7", "0x1f", " ", "\n", "word", "1234", "x_9y", "é", "."]), 0..600),
+            long_word in 0usize..400,
+        ) {
+            let mut text: String = pieces.concat();
+            // A long word somewhere around the cuts.
+            let at = text.len() / 2;
+            let at = (0..=at).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+            text.insert_str(at, &"z".repeat(long_word));
+            let mut normal = Vec::new();
+            prop_assert_eq!(mask_with_fingerprint(text.as_bytes(), &mut normal), observation_fingerprint(&text));
+            let mut whole = Vec::new();
+            mask_into(text.as_bytes(), &mut whole);
+            prop_assert_eq!(normal, whole);
+        }
+
         /// The eight-bytes-at-a-time search finds the first digit, as a plain scan does.
         #[test]
         fn next_digit_finds_the_first_digit(bytes in prop::collection::vec(any::<u8>(), 0..64), from in 0usize..64) {
