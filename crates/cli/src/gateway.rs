@@ -18,6 +18,10 @@ pub struct GatewayArgs {
     /// its `[loop]` and `[guardrails]` sections apply to every conversation.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// The limits' profile when the config file names none: coding-agent (the default: per
+    /// autonomous stretch, 1,000 turns, 8 / 12 h) or task (50 turns, 15 / 20 min).
+    #[arg(long, value_parser = crate::parse_profile)]
+    pub profile: Option<looprail::core::profile::Profile>,
     /// Where conversations' guard state is kept: a SQLite file or a `postgres://` URL (share
     /// one between replicas).
     #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]

@@ -23,6 +23,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use looprail::LooprailConfig;
+use looprail::core::profile::Profile;
 use looprail::guardrails::Preset;
 
 #[derive(Parser)]
@@ -56,6 +57,11 @@ enum Command {
         /// peers' rules gemini-cli, roo-code, openhands-stuck.
         #[arg(long, value_parser = parse_preset)]
         preset: Option<Preset>,
+        /// The limits replayed when the config file names no profile: coding-agent (the
+        /// gateway's, the default: per autonomous stretch) or task (a library run's: 50 turns,
+        /// 15 / 20 minutes).
+        #[arg(long, value_parser = parse_profile)]
+        profile: Option<Profile>,
         /// Files or directories of runs (OpenAI chat or Anthropic Messages; JSON or JSONL).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -101,11 +107,22 @@ fn parse_preset(name: &str) -> Result<Preset, String> {
     })
 }
 
-fn load_config(path: Option<&PathBuf>) -> Result<LooprailConfig, String> {
+/// The config file at `path` (its loop section over `profile` unless it names its own), or
+/// every default with `profile`'s loop section.
+fn load_config(path: Option<&PathBuf>, profile: Profile) -> Result<LooprailConfig, String> {
     match path {
-        Some(path) => LooprailConfig::from_path(path).map_err(|e| format!("{e} (in {})", path.display())),
-        None => Ok(LooprailConfig::default()),
+        Some(path) => {
+            LooprailConfig::from_path_for(path, profile).map_err(|e| format!("{e} (in {})", path.display()))
+        }
+        None => Ok(LooprailConfig::for_profile(profile)),
     }
+}
+
+fn parse_profile(name: &str) -> Result<Profile, String> {
+    Profile::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown profile `{name}` (one of {})", names.join(", "))
+    })
 }
 
 /// The exit code of a run (`crate::exit`), or the one-line error and `exit::FAILED`.
@@ -152,8 +169,8 @@ fn command() -> ExitCode {
     };
     let result = match cli.command {
         Command::Demo { quiet } => return demo::run(quiet),
-        Command::Audit { config, json, html, preset, paths } => {
-            load_config(config.as_ref()).and_then(|mut config| {
+        Command::Audit { config, json, html, preset, profile, paths } => {
+            load_config(config.as_ref(), profile.unwrap_or(Profile::CodingAgent)).and_then(|mut config| {
                 if let Some(preset) = preset {
                     config.guardrails = preset.config();
                 }
@@ -176,7 +193,8 @@ fn command() -> ExitCode {
         Command::Worker(args) => return finish(live::worker(args)),
         Command::Gateway(args) => {
             return finish(
-                load_config(args.config.as_ref()).and_then(|config| gateway::gateway(args, config)),
+                load_config(args.config.as_ref(), args.profile.unwrap_or(Profile::CodingAgent))
+                    .and_then(|config| gateway::gateway(args, config)),
             );
         }
         Command::Wait(args) => return finish(live::wait(args)),

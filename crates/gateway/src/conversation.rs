@@ -187,18 +187,20 @@ impl Gate {
         }
         let mut stack = self.stack(state);
         let mut outcome = Outcome::default();
-        let elapsed = Duration::from_millis(u64::try_from(now - state.started_ms).unwrap_or(0));
-        // The first user message sets `user_turns` to 1: a later one starts a new turn.
+        let elapsed_ms = u64::try_from(now - state.started_ms).unwrap_or(0);
+        let elapsed = Duration::from_millis(elapsed_ms);
+        // The first user message sets `user_turns` to 1: a later one starts a new turn, and a
+        // new stretch (its time counted from this request, not from the last one).
         let mut seen_user = state.counters.user_turns > 0;
         for (i, message) in new.iter().enumerate() {
             match message.role {
                 Role::User if !tagged(message) => {
                     if seen_user {
-                        state.counters.user_turns += 1;
-                        state.counters.iterations = 0;
+                        state.counters.start_user_turn(Some(elapsed_ms));
                         stack.iter_mut().for_each(|g| g.on_user_turn());
                     } else {
                         state.counters.user_turns = state.counters.user_turns.max(1);
+                        state.counters.mark_stretch_time(elapsed_ms);
                     }
                     seen_user = true;
                 }

@@ -90,6 +90,15 @@ pub struct GatewayConfig {
     pub compaction: Option<compaction::CompactionSettings>,
 }
 
+impl Default for GatewayConfig {
+    /// The coding-agent profile's limits (per autonomous stretch; see
+    /// [`Profile`](looprail_loop_core::profile::Profile)) and the default guardrails, with the
+    /// settings of [`GatewayConfig::new`].
+    fn default() -> Self {
+        Self::new(looprail_loop_core::profile::Profile::CodingAgent.config(), GuardrailsConfig::default())
+    }
+}
+
 impl GatewayConfig {
     /// The public APIs upstream, the keys from `OPENAI_API_KEY` and `ANTHROPIC_API_KEY` when
     /// set (else the client's own key is passed through), 3 retries, a 32 MiB body limit.

@@ -114,3 +114,97 @@ fn a_saved_and_restored_state_decides_as_an_uninterrupted_one() {
     }
     assert_eq!(resumed, straight);
 }
+
+/// A gate with the coding-agent profile (the gateway's default) and this soft time limit.
+fn agent_gate(soft_secs: u64) -> Gate {
+    let mut config = looprail_loop_core::profile::Profile::CodingAgent.config();
+    config.budget.soft_time_limit_secs = soft_secs;
+    config.budget.hard_time_limit_secs = 0;
+    Gate::new(config, Default::default())
+}
+
+/// Answers the last step, then a new user message: the next stretch's first request.
+fn new_request(history: &mut Vec<Message>, text: &str) {
+    history.push(Message::assistant_with_calls(Some("Done.".into()), vec![]));
+    history.push(Message::user(text));
+}
+
+#[test]
+fn time_waiting_for_the_user_is_not_the_next_stretchs() {
+    // Issue 34: a one-minute stretch limit, a conversation idle for an hour between requests.
+    let gate = agent_gate(60);
+    let (mut state, mut history) = (ConversationState::default(), start());
+    let minute = 60_000;
+    for i in 0..5 {
+        step(&mut history, i, &format!("q{i}"));
+        assert!(is_clean(&gate.observe(&mut state, &history, &[], i as i64 * 10_000)), "a 40 s stretch");
+    }
+    new_request(&mut history, "And the other report?");
+    let back = 60 * minute; // an hour later
+    for i in 5..10 {
+        step(&mut history, i, &format!("q{i}"));
+        let now = back + (i as i64 - 5) * 10_000;
+        assert!(is_clean(&gate.observe(&mut state, &history, &[], now)), "step {i}: not summarised");
+    }
+    // This stretch goes on past its minute: summarised.
+    step(&mut history, 10, "q10");
+    let verdict = gate.observe(&mut state, &history, &[], back + minute + 1_000);
+    assert!(matches!(&verdict, Verdict::Conclude { reason } if reason.contains("time limit")), "{verdict:?}");
+}
+
+#[test]
+fn the_budgets_count_each_stretch_and_the_total_counts_everything() {
+    // 40 calls a stretch, 100 in all: stretches of 39 pass until the total is spent.
+    let mut config = looprail_loop_core::profile::Profile::CodingAgent.config();
+    config.budget.tool_call_budget = Some(40);
+    config.budget.total.tool_call_budget = Some(100);
+    let gate = Gate::new(config, Default::default());
+    let (mut state, mut history) = (ConversationState::default(), start());
+    let mut calls = 0;
+    let concluded = 'stretches: loop {
+        for _ in 0..39 {
+            step(&mut history, calls, &format!("q{calls}"));
+            calls += 1;
+            let verdict = gate.observe(&mut state, &history, &[], 0);
+            if !is_clean(&verdict) {
+                break 'stretches verdict;
+            }
+        }
+        new_request(&mut history, &format!("request after {calls} calls"));
+    };
+    assert_eq!(calls, 100, "concluded by the total, not by a stretch");
+    assert!(matches!(&concluded, Verdict::Conclude { reason } if reason.contains("tool")), "{concluded:?}");
+    // Over the run (the task profile's scope), the same 40 would have ended the first stretch.
+    let mut config = looprail_loop_core::config::LoopConfig::default();
+    config.budget.tool_call_budget = Some(40);
+    let gate = Gate::new(config, Default::default());
+    let (mut state, mut history) = (ConversationState::default(), start());
+    for i in 0..39 {
+        step(&mut history, i, &format!("q{i}"));
+        assert!(is_clean(&gate.observe(&mut state, &history, &[], 0)));
+    }
+    new_request(&mut history, "next");
+    step(&mut history, 39, "q39");
+    assert!(matches!(gate.observe(&mut state, &history, &[], 0), Verdict::Conclude { .. }));
+}
+
+#[test]
+fn a_looping_stretch_is_still_concluded_by_the_ladder_at_its_usual_call() {
+    // The coding-agent profile lifts the caps, not the loop guard: after a long healthy
+    // stretch, a loop in the next one is concluded as soon as in a fresh conversation.
+    let gate = agent_gate(8 * 3600);
+    let fresh = looping(&gate, &["search".into()], 20);
+    let fresh_end = fresh.iter().position(|v| matches!(v, Verdict::Conclude { .. })).expect("concluded");
+    let (mut state, mut history) = (ConversationState::default(), start());
+    for i in 0..120 {
+        step(&mut history, i, &format!("distinct query {i}"));
+        assert!(is_clean(&gate.observe(&mut state, &history, &["search".into()], 0)));
+    }
+    new_request(&mut history, "Find the report again");
+    let ended = (0..20).position(|i| {
+        step(&mut history, 200 + i, "report");
+        matches!(gate.observe(&mut state, &history, &["search".into()], 0), Verdict::Conclude { .. })
+    });
+    assert_eq!(ended, Some(fresh_end), "the same call as in a fresh conversation");
+    assert!(fresh_end < 10, "within the ladder's usual bound: {fresh_end}");
+}

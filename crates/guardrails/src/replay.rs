@@ -189,8 +189,7 @@ fn replay_with(
         match message.role {
             Role::User if !message.is_internal() => {
                 if seen_user {
-                    counters.user_turns += 1;
-                    counters.iterations = 0;
+                    counters.start_user_turn(None);
                     guards.iter_mut().for_each(|g| g.on_user_turn());
                 }
                 seen_user = true;

@@ -44,10 +44,40 @@ impl Default for Limits {
     }
 }
 
+/// What the iteration cap, the budgets and the time limits count (B16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetScope {
+    /// The whole run: one task, one run (a library [`Run`](crate::Run)'s default).
+    #[default]
+    Run,
+    /// The current autonomous stretch: the turns since the last real user message, and its
+    /// own duration (the gateway's and the hooks' default; see [`stretch`](crate::stretch)).
+    Stretch,
+}
+
+/// Budgets over the whole run or conversation, whatever the scope of the others (all off by
+/// default): a total cost for a conversation that lasts for days, say.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TotalBudgets {
+    /// Model turns in all.
+    pub max_turns: Option<u32>,
+    /// Input + output tokens in all.
+    pub token_budget: Option<u64>,
+    /// Tool calls in all.
+    pub tool_call_budget: Option<u32>,
+    /// Cost in all, priced with [`LoopConfig::prices`].
+    pub cost_limit: Option<f64>,
+}
+
 /// Budgets checked at every turn start (F4) and time limits (F6). `None` or 0 switches one off.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Budgets {
+    /// What the budgets, the time limits and the iteration cap count: the run, or the
+    /// current autonomous stretch.
+    pub scope: BudgetScope,
     /// Model turns.
     pub max_turns: Option<u32>,
     /// Cumulative input + output tokens.
@@ -60,11 +90,15 @@ pub struct Budgets {
     pub soft_time_limit_secs: u64,
     /// Hard wall-clock limit in seconds: stop at the next boundary (0 = off).
     pub hard_time_limit_secs: u64,
+    /// Budgets over everything, whatever `scope` says.
+    pub total: TotalBudgets,
 }
 
 impl Default for Budgets {
     fn default() -> Self {
         Self {
+            scope: BudgetScope::Run,
+            total: TotalBudgets::default(),
             max_turns: None,
             token_budget: None,
             tool_call_budget: None,
@@ -212,6 +246,20 @@ impl LoopConfig {
         {
             return Err(ConfigError::new("budget.cost_limit", "must be a positive number"));
         }
+        let t = &b.total;
+        if t.max_turns == Some(0) || t.tool_call_budget == Some(0) || t.token_budget == Some(0) {
+            let key = match (t.max_turns, t.tool_call_budget) {
+                (Some(0), _) => "budget.total.max_turns",
+                (_, Some(0)) => "budget.total.tool_call_budget",
+                _ => "budget.total.token_budget",
+            };
+            return Err(ConfigError::new(key, "must be at least 1 (omit it for no budget)"));
+        }
+        if let Some(limit) = t.cost_limit
+            && !(limit.is_finite() && limit > 0.0)
+        {
+            return Err(ConfigError::new("budget.total.cost_limit", "must be a positive number"));
+        }
         if b.soft_time_limit_secs > 0
             && b.hard_time_limit_secs > 0
             && b.soft_time_limit_secs >= b.hard_time_limit_secs
@@ -281,6 +329,10 @@ mod tests {
             (r#"{"budget": {"tool_call_budget": 0}}"#, "budget.tool_call_budget"),
             (r#"{"budget": {"token_budget": 0}}"#, "budget.token_budget"),
             (r#"{"budgets": {}}"#, "budgets"),
+            (r#"{"budget": {"scope": "week"}}"#, "budget.scope"),
+            (r#"{"budget": {"total": {"cost_limit": -2}}}"#, "budget.total.cost_limit"),
+            (r#"{"budget": {"total": {"tool_call_budget": 0}}}"#, "budget.total.tool_call_budget"),
+            (r#"{"budget": {"total": {"turns": 3}}}"#, "budget.total.turns"),
             (
                 r#"{"prices": {"gpt-4o": {"input_per_mtok": -1, "output_per_mtok": 1}}}"#,
                 "prices.gpt-4o.input_per_mtok",

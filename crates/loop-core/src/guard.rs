@@ -31,6 +31,10 @@ pub struct Counters {
     pub max_tokens_recoveries: u32,
     /// User turns started (the first message counts as 1).
     pub user_turns: u32,
+    /// The totals when the current stretch (the turns since the last user message) began;
+    /// see [`stretch`](crate::stretch).
+    #[serde(default)]
+    pub stretch: crate::stretch::StretchStart,
 }
 
 /// What a guard sees at a boundary.

@@ -52,9 +52,11 @@ pub mod guards;
 pub mod message;
 pub mod outcome;
 pub mod price;
+pub mod profile;
 pub mod provider;
 pub mod state;
 pub mod store;
+pub mod stretch;
 pub mod telemetry;
 #[cfg(feature = "testkit")]
 pub mod testkit;

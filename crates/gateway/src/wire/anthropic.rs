@@ -38,7 +38,9 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
         .join("\n");
     match m["role"].as_str() {
         Some("user") => {
+            let mut results = 0;
             for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                results += 1;
                 let id = block["tool_use_id"].as_str().unwrap_or_default();
                 let content = text_of(&block["content"]);
                 let result = if block["is_error"].as_bool().unwrap_or(false) {
@@ -48,7 +50,14 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
                 };
                 out.push(Message::tool_result(result));
             }
-            if !text.is_empty() {
+            // Text beside tool results is the harness's (Claude Code's reminders, a hook's
+            // feedback), as is a turn of `<system-reminder>` blocks alone: context, not a new
+            // request of the user's, which would start a new stretch and reset the guards.
+            if results > 0 || is_reminder(&text) {
+                if !text.is_empty() {
+                    out.push(Message::system(text));
+                }
+            } else if !text.is_empty() {
                 out.push(Message::user(text));
             }
         }
@@ -72,6 +81,21 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
         other => return Err(format!("messages[{i}]: unknown role {other:?}")),
     }
     Ok(())
+}
+
+/// Whether `text` is only `<system-reminder>` blocks (Claude Code's notes to the model).
+fn is_reminder(text: &str) -> bool {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return false;
+    }
+    while let Some(after) = rest.strip_prefix("<system-reminder>") {
+        match after.find("</system-reminder>") {
+            Some(end) => rest = after[end + "</system-reminder>".len()..].trim_start(),
+            None => return false,
+        }
+    }
+    rest.is_empty()
 }
 
 /// Appends a text block to the last user message (Anthropic wants user and assistant turns

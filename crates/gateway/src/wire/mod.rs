@@ -215,6 +215,22 @@ mod tests {
     }
 
     #[test]
+    fn text_beside_tool_results_and_reminders_alone_are_context_not_a_new_request() {
+        // Claude Code sends its reminders (and hooks their feedback) in the user turn that
+        // carries tool results: the agent's stretch goes on.
+        let body = json!({"messages": [
+            {"role": "user", "content": "Fix the build"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                {"type": "text", "text": "<system-reminder>The todo list is empty.</system-reminder>"}]},
+            {"role": "user", "content": [{"type": "text", "text": "<system-reminder>a</system-reminder>\n<system-reminder>b</system-reminder>"}]},
+            {"role": "user", "content": [{"type": "text", "text": "<system-reminder>a</system-reminder> Now also fix the docs"}]},
+        ]});
+        let roles: Vec<Role> = Api::Anthropic.messages(&body).unwrap().iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::System, Role::System, Role::User]);
+    }
+
+    #[test]
     fn an_anthropic_reply_streams_every_block_in_its_place_thinking_included() {
         // A final answer fetched whole with thinking on starts with signed thinking blocks; a
         // client rebuilds the message by block index, so none may be skipped.

@@ -47,8 +47,7 @@ pub(crate) fn drive(
     for step in &history.steps {
         let Step::Call { tool, arguments, output, is_error } = step else {
             guards.iter_mut().for_each(|g| g.on_user_turn());
-            counters.user_turns += 1;
-            counters.iterations = 0;
+            counters.start_user_turn(None);
             messages.push(Message::user("and now?"));
             continue;
         };

@@ -405,10 +405,9 @@ impl Run {
     }
 
     fn start_user_turn(&mut self) {
-        let counters = &mut self.core.counters;
-        counters.user_turns = counters.user_turns.saturating_add(1);
-        counters.iterations = 0;
-        counters.max_tokens_recoveries = 0;
+        // The stretch's clock starts at the next tick (time spent waiting for the user is not
+        // the stretch's).
+        self.core.counters.start_user_turn(None);
         self.core.partial_text.clear();
         self.core.phase = Phase::Ready;
         for guard in &mut self.guards {

@@ -49,6 +49,7 @@ impl Run {
     /// Feeds one input and returns what to do next. See [`Run`] for the protocol.
     pub fn step(&mut self, input: Input, tick: Tick) -> Result<Action, EngineError> {
         self.core.elapsed_ms = u64::try_from(tick.elapsed.as_millis()).unwrap_or(u64::MAX);
+        self.core.counters.mark_stretch_time(self.core.elapsed_ms);
         let phase = std::mem::replace(&mut self.core.phase, Phase::Ready);
         match (phase, input) {
             (Phase::Ready, Input::Start) => self.begin_turn(tick),
