@@ -52,7 +52,7 @@ pub enum BudgetScope {
     #[default]
     Run,
     /// The current autonomous stretch: the turns since the last real user message, and its
-    /// own duration (the gateway's and the hooks' default; see [`stretch`](crate::stretch)).
+    /// own duration (the gateway's and the hooks' default; see [`stretch`](crate::counters)).
     Stretch,
 }
 

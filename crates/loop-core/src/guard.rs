@@ -8,34 +8,12 @@
 use std::time::Duration;
 
 use crate::config::LoopConfig;
+pub use crate::counters::Counters;
 use crate::event::Event;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::outcome::StopCause;
-use crate::provider::{ModelResponse, Usage};
+use crate::provider::ModelResponse;
 use crate::tool::ToolChoice;
-
-/// Counters the engine keeps, readable by guards and policies.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Counters {
-    /// Model turns since the iteration counter was last reset (F11 `new_instruction` resets it).
-    pub iterations: u32,
-    /// Model turns of the loop in total.
-    pub turns: u32,
-    /// Tool calls requested by the model in total.
-    pub tool_calls: u32,
-    /// Token usage in total (fallback calls included).
-    pub usage: Usage,
-    /// Cost in total.
-    pub cost: f64,
-    /// Continuations of truncated replies in the current user turn (F12).
-    pub max_tokens_recoveries: u32,
-    /// User turns started (the first message counts as 1).
-    pub user_turns: u32,
-    /// The totals when the current stretch (the turns since the last user message) began;
-    /// see [`stretch`](crate::stretch).
-    #[serde(default)]
-    pub stretch: crate::stretch::StretchStart,
-}
 
 /// What a guard sees at a boundary.
 #[derive(Debug, Clone, Copy)]

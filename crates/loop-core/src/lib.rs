@@ -42,6 +42,7 @@
 
 pub mod config;
 pub mod context;
+pub mod counters;
 pub mod driver;
 pub mod engine;
 pub mod event;
@@ -56,7 +57,6 @@ pub mod profile;
 pub mod provider;
 pub mod state;
 pub mod store;
-pub mod stretch;
 pub mod telemetry;
 #[cfg(feature = "testkit")]
 pub mod testkit;

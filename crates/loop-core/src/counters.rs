@@ -1,4 +1,5 @@
-//! Autonomous stretches (B16): the model turns between two real user messages.
+//! The [`Counters`] the engine keeps (turns, tool calls, usage, cost), and autonomous
+//! stretches (B16): the model turns between two real user messages.
 //!
 //! One task given to a library [`Run`](crate::Run) is one run, and its budgets count the whole
 //! run. An agent behind the gateway (or a hook) lives in one long conversation: a user asks, the
@@ -27,8 +28,30 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::guard::Counters;
 use crate::provider::Usage;
+
+/// Counters the engine keeps, readable by guards and policies.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Model turns since the iteration counter was last reset (F11 `new_instruction` resets it).
+    pub iterations: u32,
+    /// Model turns of the loop in total.
+    pub turns: u32,
+    /// Tool calls requested by the model in total.
+    pub tool_calls: u32,
+    /// Token usage in total (fallback calls included).
+    pub usage: Usage,
+    /// Cost in total.
+    pub cost: f64,
+    /// Continuations of truncated replies in the current user turn (F12).
+    pub max_tokens_recoveries: u32,
+    /// User turns started (the first message counts as 1).
+    pub user_turns: u32,
+    /// The totals when the current stretch (the turns since the last user message) began;
+    /// see the module docs.
+    #[serde(default)]
+    pub stretch: StretchStart,
+}
 
 /// The totals when the current stretch began, and when (ms on the run's clock).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
