@@ -11,7 +11,6 @@
 //!
 //! Errors are one line saying what is wrong and what to do, with a non-zero exit code.
 
-mod audit;
 mod demo;
 mod exit;
 mod gateway;
@@ -174,16 +173,16 @@ fn command() -> ExitCode {
                 if let Some(preset) = preset {
                     config.guardrails = preset.config();
                 }
-                let report = audit::audit(&paths, &config, !json)?;
+                let report = looprail_audit::audit(&paths, &config, !json)?;
                 if let Some(path) = &html {
-                    std::fs::write(path, audit::html::render(&report))
+                    std::fs::write(path, looprail_audit::render::html::render(&report))
                         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 }
                 if json {
                     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
                     println!("{text}");
                 } else {
-                    print!("{}", report.render());
+                    print!("{}", looprail_audit::render::table::render(&report));
                 }
                 Ok(())
             })

@@ -1,12 +1,49 @@
-//! `looprail audit`: replay recorded agent runs offline through the same guard and context
-//! stack a live run uses (B5), and report where it would have intervened and what it saves.
+//! Replays recorded agent runs offline through the same guard, budget and context stack a
+//! live looprail run uses (B5, B12), and reports where it would have acted and what it would
+//! have saved: tune your settings on the logs you already have before you ship them.
+//!
+//! The flow of one audited log:
+//!
+//! 1. [`load`] finds the run files under the paths given (`.json`, `.jsonl`, `.traj`, and
+//!    OpenHands SDK conversations, a directory each);
+//! 2. [`formats`] reads each file into runs of looprail messages: one [`LogFormat`] per agent or
+//!    framework (Claude Code, Codex, SWE-agent, OpenHands, mini-swe-agent, τ-bench, Gemini,
+//!    LangChain, the Vercel AI SDK, OpenAI and Anthropic message logs), tried in turn;
+//! 3. [`simulate`] replays each run through the loop's limits and the guardrails and measures
+//!    its context with and without compaction;
+//! 4. [`report`] gathers the results ([`AuditReport`], serde data: `looprail audit --json`),
+//!    which [`render::table`] and [`render::html`] draw.
+//!
+//! ```
+//! use looprail::LooprailConfig;
+//!
+//! let dir = std::env::temp_dir().join(format!("looprail-audit-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let call = r#"{"role": "assistant", "tool_calls": [{"id": "ID", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"make\"}"}}]}"#;
+//! let mut log = vec![r#"{"role": "user", "content": "fix the build"}"#.to_owned()];
+//! for i in 0..10 {
+//!     log.push(call.replace("ID", &format!("c{i}")));
+//!     log.push(format!(r#"{{"role": "tool", "tool_call_id": "c{i}", "content": "Error: make failed"}}"#));
+//! }
+//! std::fs::write(dir.join("run.jsonl"), log.join("\n"))?;
+//!
+//! let report = looprail_audit::audit(&[dir.clone()], &LooprailConfig::default(), false)?;
+//! assert_eq!(report.summary.runs, 1);
+//! // The same failing call again and again: handed to a human at its 7th call.
+//! assert_eq!(report.runs[0].stop_reason.as_deref(), Some("ask_human"));
+//! assert_eq!(report.runs[0].stopped_at, Some(6));
+//! println!("{}", looprail_audit::render::table::render(&report));
+//! std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-mod formats;
-pub mod html;
-mod load;
-mod report;
-mod simulate;
+pub mod formats;
+pub mod load;
+pub mod render;
+pub mod report;
+pub mod simulate;
 
+pub use formats::LogFormat;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

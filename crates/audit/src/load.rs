@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::formats::{FoundRun, read_runs};
+use crate::formats::{FoundRun, read_runs};
 
 /// Files larger than this are reported, not read (a log of this size is not one agent run).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
@@ -127,7 +127,7 @@ pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
     if meta.is_dir() && is_sdk_conversation(path) {
         let events = read_events(path)?;
-        return Ok((super::formats::read_sdk_events(&events)?, None));
+        return Ok((crate::formats::read_sdk_events(&events)?, None));
     }
     if !meta.is_file() {
         return Err("not a regular file".to_owned());
@@ -161,6 +161,13 @@ pub fn read(path: &Path) -> Result<(Vec<FoundRun>, Option<String>), String> {
         let (text, cut) = complete_lines(text);
         let file = read_runs(text)?;
         let mut notes: Vec<String> = file.left_out.iter().map(|why| format!("left out {why}")).collect();
+        if let Some(first) = file.skipped_lines.first() {
+            let n = file.skipped_lines.len();
+            notes.push(format!(
+                "{n} line{} not JSON, skipped (the first: line {first}); the runs are read from the others",
+                if n == 1 { " is" } else { "s are" }
+            ));
+        }
         if cut {
             notes.push(
                 "the last line is incomplete (is the log still being written?); the runs before it are audited"

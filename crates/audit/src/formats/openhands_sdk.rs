@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use looprail::core::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use serde_json::Value;
 
-use super::openhands::{condensed, event_id};
+use super::openhands_events::{condensed, event_id};
 use super::{HARNESS_META, text_of};
 
 /// The kinds of event the model is sent: one of them marks a history as the SDK's.

@@ -1,7 +1,6 @@
 //! The audit's output: a table per run and a summary, or JSON other tools parse.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use looprail::guardrails::replay::{ReplayEvent, ReplayReport};
@@ -116,7 +115,7 @@ pub struct AuditReport {
 }
 
 impl AuditReport {
-    pub(super) fn new(runs: Vec<RunReport>, errors: Vec<FileError>, elapsed: Duration) -> Self {
+    pub(crate) fn new(runs: Vec<RunReport>, errors: Vec<FileError>, elapsed: Duration) -> Self {
         let mut detections: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
         for event in runs.iter().flat_map(|r| &r.events) {
             *detections.entry(event.detector.clone()).or_default().entry(event.level.clone()).or_default() +=
@@ -146,48 +145,5 @@ impl AuditReport {
             runs_per_second: runs.len() as f64 / elapsed.as_secs_f64().max(1e-9),
         };
         Self { runs, errors, summary }
-    }
-
-    /// The human-readable report.
-    pub fn render(&self) -> String {
-        let mut out = format!(
-            "{:<58} {:>6} {:>6} {:>10} {:>9} {:>9}\n",
-            "run", "calls", "events", "stopped at", "peak", "compacted"
-        );
-        for run in &self.runs {
-            let name = Path::new(&run.path)
-                .file_name()
-                .map_or(run.path.clone(), |n| n.to_string_lossy().into_owned());
-            let stopped = run
-                .stopped_at
-                .map_or("-".to_owned(), |at| format!("{at} ({})", run.stop_reason.as_deref().unwrap_or("")));
-            out.push_str(&format!(
-                "{:<58} {:>6} {:>6} {:>10} {:>9} {:>9}\n",
-                name.chars().take(58).collect::<String>(),
-                run.tool_calls,
-                run.events.len(),
-                stopped,
-                run.tokens.peak,
-                run.tokens.peak_with_compaction
-            ));
-        }
-        let s = &self.summary;
-        out.push_str(&format!(
-            "\n{} runs, {} tool calls; handed to a human: {}, stopped: {}; tool calls saved: {}, tokens saved by stopping: {}\n",
-            s.runs, s.tool_calls, s.runs_handed_to_human, s.runs_stopped, s.tool_calls_saved, s.tokens_saved_by_stopping
-        ));
-        out.push_str(&format!(
-            "peak context: {} tokens, {} with compaction\n",
-            s.peak_tokens, s.peak_tokens_with_compaction
-        ));
-        for (detector, levels) in &s.detections {
-            let levels: Vec<String> = levels.iter().map(|(l, n)| format!("{l} {n}")).collect();
-            out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
-        }
-        for error in &self.errors {
-            out.push_str(&format!("{}: {}: {}\n", error.label(), error.path, error.error));
-        }
-        out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
-        out
     }
 }

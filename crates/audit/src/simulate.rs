@@ -12,7 +12,7 @@ use looprail::guardrails::replay::replay_counted;
 
 use rayon::prelude::*;
 
-use super::report::{RunReport, Tokens};
+use crate::report::{RunReport, Tokens};
 
 /// Runs with at least this many messages have them counted in parallel.
 const PARALLEL_COUNT_FROM: usize = 1_024;

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::{AuditReport, RunReport};
+use crate::report::{AuditReport, RunReport};
 
 /// Escapes text for HTML content and attribute values.
 fn esc(text: &str) -> String {
