@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::Gateway;
 use crate::conversation::ConversationState;
 use crate::identity;
+use crate::respond::reply;
 use crate::response_chain::{Link, response_key};
-use crate::server::reply;
 use crate::wire::Api;
 use crate::wire::responses::{ItemKind, model_item_id};
 

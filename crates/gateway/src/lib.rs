@@ -46,6 +46,7 @@ mod passthrough;
 pub mod record;
 pub mod relay;
 pub mod request;
+mod respond;
 pub mod response_chain;
 mod responses_route;
 mod server;

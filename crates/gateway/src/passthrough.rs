@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Response};
 
 use crate::Gateway;
-use crate::server::{json, refused, reply};
+use crate::respond::{json, refused, reply};
 use crate::upstream::Call;
 use crate::wire::Api;
 

@@ -14,8 +14,8 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::Gateway;
+use crate::respond::{json as reply_json, refused};
 use crate::response_chain::{self, Start};
-use crate::server::{json as reply_json, refused};
 use crate::wire::Api;
 
 /// The fields read before anything else: skimmed, not read into a tree.

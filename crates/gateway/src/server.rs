@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, Response, StatusCode};
+use axum::http::{HeaderMap, Response};
 use axum::routing::{get, post};
 use looprail_guardrails::replay::ErrorPatterns;
 use looprail_journal::now_ms;
@@ -19,6 +19,7 @@ use crate::conversation::{ConversationState, Verdict, final_instruction};
 use crate::finish::{Done, Replied};
 use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::request::Request;
+use crate::respond::{json, refused, reply};
 use crate::response_chain::Start;
 use crate::upstream::Call;
 use crate::wire::Api;
@@ -41,25 +42,6 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .fallback(passthrough::not_served)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(gateway)
-}
-
-pub(crate) fn reply(
-    status: u16,
-    content_type: &str,
-    body: impl Into<Body>,
-    run: Option<&str>,
-) -> Response<Body> {
-    let mut builder = Response::builder()
-        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
-        .header("content-type", content_type);
-    if let Some(run) = run {
-        builder = builder.header(RUN_HEADER, run);
-    }
-    builder.body(body.into()).unwrap_or_default()
-}
-
-pub(crate) fn json(status: u16, body: &Value, run: Option<&str>) -> Response<Body> {
-    reply(status, "application/json", body.to_string(), run)
 }
 
 async fn openai(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
@@ -314,8 +296,4 @@ impl Gateway {
             json(200, &answer, Some(&id))
         }
     }
-}
-
-pub(crate) fn refused(api: Api) -> Response<Body> {
-    json(401, &api.error("authentication_error", "missing or wrong gateway key"), None)
 }

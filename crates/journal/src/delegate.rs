@@ -6,12 +6,14 @@
 use async_trait::async_trait;
 use looprail_loop_core::config::{ConfigError, LoopConfig};
 use looprail_loop_core::guard::Counters;
+use looprail_loop_core::outcome::Outcome;
 use looprail_loop_core::state::RunState;
 use looprail_loop_core::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
-use crate::runner::{Resumed, Runner, Started};
-use crate::store::{RunSpec, RunStatus};
+use crate::JournalError;
+use crate::store::{RunSpec, RunStatus, SharedStore};
 
 /// The name of the delegation tool.
 pub const DELEGATE_TOOL: &str = "delegate";
@@ -116,18 +118,55 @@ pub fn carve(parent: &LoopConfig, spent: &Spent, share: f64) -> Result<LoopConfi
     Ok(child)
 }
 
+/// How a child run ended when the parent asked it to run.
+pub(crate) enum ChildEnd {
+    /// It ran to an outcome.
+    Ran(Box<Outcome>),
+    /// Its lane is busy with another run.
+    LaneBusy,
+    /// It halted for a human (resume-unsafe, say), described.
+    Halted(String),
+}
+
+/// What the `delegate` tool needs of the runner that executes its parent: the store, the
+/// parent's configuration, and running a child with a configuration of its own (the runner
+/// implements it; this module knows no runner).
+#[async_trait]
+pub(crate) trait ChildRunner: Clone + Send + Sync + 'static {
+    /// The run store.
+    fn store(&self) -> &SharedStore;
+    /// The parent's loop configuration.
+    fn loop_config(&self) -> &LoopConfig;
+    /// Starts the child `spec` with `config`, stopping when `cancel` fires.
+    async fn start_child(
+        &self,
+        spec: &RunSpec,
+        config: LoopConfig,
+        cancel: CancellationToken,
+    ) -> Result<ChildEnd, JournalError>;
+    /// Picks up the interrupted child `run_id`.
+    async fn resume_child(
+        &self,
+        run_id: &str,
+        config: LoopConfig,
+        cancel: CancellationToken,
+    ) -> Result<ChildEnd, JournalError>;
+    /// The outcome a finished child `run_id` stored.
+    async fn finished_child(&self, run_id: &str, status: RunStatus) -> Result<Outcome, JournalError>;
+}
+
 /// The `delegate` tool of one parent run.
-pub(crate) struct Delegate {
-    pub(crate) runner: Runner,
+pub(crate) struct Delegate<R> {
+    pub(crate) runner: R,
     pub(crate) parent: String,
     pub(crate) depth: u32,
     pub(crate) share: f64,
 }
 
-impl Delegate {
+impl<R: ChildRunner> Delegate<R> {
     /// What the parent and its earlier children spent.
     async fn spent(&self) -> Result<Spent, crate::JournalError> {
-        let store = &self.runner.store;
+        let store = self.runner.store();
         let mut spent = Spent::default();
         if let Some(checkpoint) = store.latest_checkpoint(&self.parent).await? {
             spent.add(&checkpoint.header.core.counters);
@@ -142,20 +181,17 @@ impl Delegate {
     }
 
     /// Runs (or picks up, after a crash of the parent) the child `child_id`.
-    async fn child_outcome(
-        &self,
-        child_id: &str,
-        task: &str,
-        cx: &ToolContext,
-    ) -> Result<looprail_loop_core::outcome::Outcome, String> {
-        let store = &self.runner.store;
+    async fn child_outcome(&self, child_id: &str, task: &str, cx: &ToolContext) -> Result<Outcome, String> {
+        let store = self.runner.store();
         let existing = store.run(child_id).await.map_err(|e| e.to_string())?;
         let config = match existing {
-            Some(_) => self.runner.config.clone(),
-            None => carve(&self.runner.config, &self.spent().await.map_err(|e| e.to_string())?, self.share)?,
+            Some(_) => self.runner.loop_config().clone(),
+            None => {
+                carve(self.runner.loop_config(), &self.spent().await.map_err(|e| e.to_string())?, self.share)?
+            }
         };
-        let runner = self.runner.child(config, cx.cancel.clone());
-        match existing.map(|r| r.status) {
+        let cancel = cx.cancel.clone();
+        let end = match existing.map(|r| r.status) {
             None => {
                 let spec = RunSpec {
                     run_id: child_id.to_owned(),
@@ -165,27 +201,26 @@ impl Delegate {
                     depth: self.depth + 1,
                     recipe: None,
                 };
-                match runner.start(&spec).await.map_err(|e| e.to_string())? {
-                    Started::Ran(outcome) => Ok(outcome),
-                    Started::Queued { .. } => Err("the sub-task's lane is busy".into()),
-                }
+                self.runner.start_child(&spec, config, cancel).await
             }
             // The parent was interrupted while its child ran: pick the child up.
             Some(RunStatus::Interrupted | RunStatus::TimedOut | RunStatus::Running) => {
-                match runner.resume(child_id).await.map_err(|e| e.to_string())? {
-                    Resumed::Ran(outcome) => Ok(outcome),
-                    Resumed::Halted(halt) => {
-                        Err(format!("the sub-task {child_id} halted for a human ({halt:?})"))
-                    }
-                }
+                self.runner.resume_child(child_id, config, cancel).await
             }
-            Some(status) => runner.stored_outcome(child_id, status).await.map_err(|e| e.to_string()),
+            Some(status) => {
+                self.runner.finished_child(child_id, status).await.map(|o| ChildEnd::Ran(Box::new(o)))
+            }
+        };
+        match end.map_err(|e| e.to_string())? {
+            ChildEnd::Ran(outcome) => Ok(*outcome),
+            ChildEnd::LaneBusy => Err("the sub-task's lane is busy".into()),
+            ChildEnd::Halted(halt) => Err(format!("the sub-task {child_id} halted for a human ({halt})")),
         }
     }
 }
 
 #[async_trait]
-impl Tool for Delegate {
+impl<R: ChildRunner> Tool for Delegate<R> {
     fn definition(&self) -> ToolDefinition {
         ToolDefinition::new(
             DELEGATE_TOOL,
@@ -215,7 +250,7 @@ impl Tool for Delegate {
         match outcome.state {
             RunState::Completed => Ok(outcome.final_text.into()),
             RunState::Cancelled => {
-                let _ = self.runner.store.set_status(&child_id, RunStatus::Cancelled).await;
+                let _ = self.runner.store().set_status(&child_id, RunStatus::Cancelled).await;
                 Err(ToolError::failed(format!("the sub-task {child_id} was cancelled")))
             }
             RunState::WaitingOnHuman | RunState::WaitingForInput => Err(ToolError::failed(format!(

@@ -25,6 +25,7 @@ use crate::run_journal::{JournalHandle, RunJournal};
 use crate::store::{Checkpoints, RunStatus, SharedStore, now_ms};
 
 mod builder;
+mod children;
 mod lanes;
 mod support;
 
