@@ -16,29 +16,9 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::outcome::Outcome;
+pub use crate::outcome::{Citation, Moderation, StructuredOutput};
 use crate::state::RunState;
-
-/// A citation annotation: which shown chunk a span of the answer refers to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Citation {
-    /// The label the chunk was shown under (`[n]`).
-    pub ref_id: u32,
-    /// The vector store the chunk came from.
-    pub vector_store_id: String,
-    /// The file within it.
-    pub file_id: String,
-    /// The chunk's index within the file.
-    pub chunk_index: u32,
-    /// A URL or title for the chunk, when the retrieval tool gave one.
-    pub source: Option<String>,
-    /// Byte offset where the citation marker starts in the answer.
-    pub start: usize,
-    /// Byte offset where it ends.
-    pub end: usize,
-}
 
 /// An output check's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,41 +47,6 @@ pub trait OutputFormatter: Send + Sync {
 pub trait CitationSource: Send + Sync {
     /// Citations for the markers found in `text`; only for chunks the model was shown.
     fn citations(&self, text: &str) -> Vec<Citation>;
-}
-
-/// Why an output was held back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Moderation {
-    /// The rule that rejected it.
-    pub rule: String,
-    /// Its reason.
-    pub reason: String,
-}
-
-/// The structured form of the final text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum StructuredOutput {
-    /// The text parsed.
-    Parsed {
-        /// The value.
-        value: serde_json::Value,
-    },
-    /// The text did not fit; the plain text is still in the outcome.
-    Invalid {
-        /// Why.
-        error: String,
-    },
-}
-
-impl StructuredOutput {
-    /// The parsed value, if any.
-    pub fn value(&self) -> Option<&serde_json::Value> {
-        match self {
-            StructuredOutput::Parsed { value } => Some(value),
-            StructuredOutput::Invalid { .. } => None,
-        }
-    }
 }
 
 /// Runs the post-loop steps once over an outcome.

@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::finalize::{Citation, Moderation, StructuredOutput};
 use crate::provider::Usage;
 use crate::state::RunState;
 
@@ -237,6 +236,60 @@ impl Outcome {
             moderated: None,
             structured: None,
             citations: Vec::new(),
+        }
+    }
+}
+
+/// A citation annotation: which shown chunk a span of the answer refers to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citation {
+    /// The label the chunk was shown under (`[n]`).
+    pub ref_id: u32,
+    /// The vector store the chunk came from.
+    pub vector_store_id: String,
+    /// The file within it.
+    pub file_id: String,
+    /// The chunk's index within the file.
+    pub chunk_index: u32,
+    /// A URL or title for the chunk, when the retrieval tool gave one.
+    pub source: Option<String>,
+    /// Byte offset where the citation marker starts in the answer.
+    pub start: usize,
+    /// Byte offset where it ends.
+    pub end: usize,
+}
+
+/// Why an output was held back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moderation {
+    /// The rule that rejected it.
+    pub rule: String,
+    /// Its reason.
+    pub reason: String,
+}
+
+/// The structured form of the final text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// The text parsed.
+    Parsed {
+        /// The value.
+        value: serde_json::Value,
+    },
+    /// The text did not fit; the plain text is still in the outcome.
+    Invalid {
+        /// Why.
+        error: String,
+    },
+}
+
+impl StructuredOutput {
+    /// The parsed value, if any.
+    pub fn value(&self) -> Option<&serde_json::Value> {
+        match self {
+            StructuredOutput::Parsed { value } => Some(value),
+            StructuredOutput::Invalid { .. } => None,
         }
     }
 }

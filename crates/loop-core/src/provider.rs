@@ -13,7 +13,7 @@ use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, ToolCall};
-use crate::tool::{ToolChoice, ToolDefinition};
+use crate::tool::definition::{ToolChoice, ToolDefinition};
 
 /// Why the engine makes a call; providers may ignore it, recorders and scripts use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
