@@ -5,6 +5,8 @@
 //! (events to publish, checkpoints to save). Repeat until [`Action::Finish`].
 
 mod builder;
+mod context_phase;
+mod error;
 pub mod fallback;
 mod io;
 pub mod iterations;
@@ -13,6 +15,7 @@ mod step;
 mod stop;
 pub mod tool_calls;
 mod tool_phase;
+mod user_turn;
 
 pub use builder::{RunBuilder, ask_human_definition};
 pub use io::{Action, CallSpec, Effect, Input, Tick};

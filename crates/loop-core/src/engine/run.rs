@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, LoopConfig};
+pub use super::error::EngineError;
+use crate::config::LoopConfig;
 use crate::context::ContextPolicy;
 use crate::engine::io::{CallSpec, Effect};
 use crate::event::Event;
-use crate::guard::{Counters, Guard, GuardStateError};
+use crate::guard::{Counters, Guard};
 use crate::message::{Message, Role, ToolCall, ToolResult};
 use crate::outcome::{Outcome, StopCause};
 use crate::provider::ModelRequest;
-use crate::state::{IllegalTransition, RunState};
+use crate::state::RunState;
 use crate::store::CheckpointKind;
 use crate::tool::{ToolChoice, ToolDefinition};
 
@@ -116,53 +117,6 @@ pub struct RunHeader {
     pub guards: BTreeMap<String, serde_json::Value>,
     /// The context policy's state.
     pub policy: serde_json::Value,
-}
-
-/// A misuse of the engine or a run that cannot be built or restored.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum EngineError {
-    /// The configuration is invalid.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// A child run deeper than the delegation cap (F2).
-    #[error("delegation depth {depth} exceeds the maximum of {max}")]
-    DelegationTooDeep {
-        /// The requested depth.
-        depth: u32,
-        /// The cap.
-        max: u32,
-    },
-    /// A run needs at least one message.
-    #[error("a run needs a user message or a history to start from")]
-    NoInput,
-    /// Two guards share a name, so their states would collide.
-    #[error("two guards are named `{0}`")]
-    DuplicateGuard(String),
-    /// The input does not fit the phase (a driver bug).
-    #[error("input {input} is not expected in phase {phase}")]
-    UnexpectedInput {
-        /// The phase.
-        phase: &'static str,
-        /// The input.
-        input: &'static str,
-    },
-    /// An illegal state transition (an engine bug).
-    #[error(transparent)]
-    IllegalTransition(#[from] IllegalTransition),
-    /// A guard or policy state could not be restored.
-    #[error(transparent)]
-    GuardState(#[from] GuardStateError),
-    /// A stored run does not add up.
-    #[error("corrupt run snapshot: {0}")]
-    CorruptSnapshot(String),
-    /// The operation needs another state.
-    #[error("operation needs state {expected}, the run is {actual:?}")]
-    WrongState {
-        /// What was needed.
-        expected: &'static str,
-        /// What the run is in.
-        actual: RunState,
-    },
 }
 
 /// An agent loop as a state machine that does no I/O (quinn-proto style).
@@ -362,59 +316,6 @@ impl Run {
         let mut messages = messages;
         messages.reserve(headroom(messages.len()) - messages.len());
         Ok(Run { core: header.core, messages, guards, policy, effects: VecDeque::new() })
-    }
-
-    /// Starts the next user turn of a conversation after the run completed (or while it
-    /// waits for input). Per-turn counters reset; totals and guard histories carry on.
-    pub fn begin_user_turn(&mut self, text: impl Into<String>) -> Result<(), EngineError> {
-        if !matches!(self.core.state, RunState::Completed | RunState::WaitingForInput) {
-            return Err(EngineError::WrongState {
-                expected: "completed or waiting_for_input",
-                actual: self.core.state,
-            });
-        }
-        self.set_state(RunState::Running)?;
-        self.messages.push(Message::user(text));
-        self.start_user_turn();
-        Ok(())
-    }
-
-    /// Answers the question of a run waiting on a human; the run continues at the next
-    /// [`Input::Start`](crate::engine::Input::Start) with a fresh user turn. The answer becomes
-    /// the result of the model's `ask_human` call, or, when a guard or policy handed the run
-    /// to a human without such a call, the next user message.
-    pub fn provide_human_reply(&mut self, text: impl Into<String>) -> Result<(), EngineError> {
-        let message = match &self.core.phase {
-            Phase::AwaitingHuman { call_id, .. } => {
-                Message::tool_result(ToolResult::ok(call_id.clone(), text))
-            }
-            Phase::Finished { outcome } if matches!(outcome.stop, StopCause::HandedToHuman { .. }) => {
-                Message::user(text)
-            }
-            _ => {
-                return Err(EngineError::WrongState {
-                    expected: "waiting_on_human",
-                    actual: self.core.state,
-                });
-            }
-        };
-        self.set_state(RunState::Running)?;
-        self.messages.push(message);
-        self.start_user_turn();
-        Ok(())
-    }
-
-    fn start_user_turn(&mut self) {
-        // The stretch's clock starts at the next tick (time spent waiting for the user is not
-        // the stretch's).
-        self.core.counters.start_user_turn(None);
-        self.core.partial_text.clear();
-        self.core.phase = Phase::Ready;
-        for guard in &mut self.guards {
-            guard.on_user_turn();
-        }
-        self.policy.on_user_turn();
-        self.effects.push_back(Effect::Checkpoint(CheckpointKind::Input));
     }
 
     pub(crate) fn emit(&mut self, event: Event) {

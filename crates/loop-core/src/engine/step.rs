@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::context::{ContextStep, ContextView};
+use crate::context::ContextView;
 use crate::engine::io::{Action, CallSpec, Input, Tick};
 use crate::engine::iterations::IterationDecision;
 use crate::engine::run::{CALL_ID_PREFIX, EngineError, Phase, Run};
@@ -174,71 +174,8 @@ impl Run {
         }
     }
 
-    /// Applies a context step. `Ok(None)` means carry on with the call; `Ok(Some(action))` is
-    /// what to do instead (write a summary, or the fallback after a stop).
-    fn context_step(
-        &mut self,
-        step: ContextStep,
-        retry: Option<CallSpec>,
-    ) -> Result<Option<Action>, EngineError> {
-        let (decisions, summary) = match step {
-            ContextStep::Ready(decisions) => (decisions, None),
-            ContextStep::Summarize { request, decisions } => (decisions, Some(request)),
-        };
-        if let Some(cause) = self.apply_context(decisions) {
-            return self.stop(cause).map(Some);
-        }
-        match summary {
-            Some(request) => {
-                self.core.phase = Phase::AwaitingSummary { request: request.clone(), retry };
-                Ok(Some(Action::Summarize(request)))
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// Applies the policy's decisions; a compaction or recovery event also takes a checkpoint.
-    fn apply_context(&mut self, decisions: Vec<Decision>) -> Option<StopCause> {
-        let compacted = decisions
-            .iter()
-            .any(|d| matches!(d, Decision::Emit(Event::CompactionRun { .. } | Event::RecoveryFired { .. })));
-        let stop = self.apply(decisions, None);
-        if compacted {
-            self.checkpoint(CheckpointKind::Compaction);
-        }
-        stop
-    }
-
-    fn on_summary(
-        &mut self,
-        summary: Result<ModelResponse, String>,
-        summarised: &[Message],
-        retry: Option<CallSpec>,
-    ) -> Result<Action, EngineError> {
-        // A summary call costs tokens like any other.
-        let summary = summary.and_then(|response| {
-            self.account(&response, CallPurpose::Summary, Some(summarised));
-            response
-                .text
-                .filter(|t| !t.trim().is_empty())
-                .ok_or_else(|| "the summary came back empty".to_owned())
-        });
-        let view = ContextView { counters: &self.core.counters, config: &self.core.config };
-        let decisions = self.policy.apply_summary(&mut self.messages, summary, &view);
-        if let Some(cause) = self.apply_context(decisions) {
-            return self.stop(cause);
-        }
-        match retry {
-            Some(spec) => {
-                self.core.phase = Phase::AwaitingModel { spec: spec.clone() };
-                Ok(Action::CallModel(spec))
-            }
-            None => self.call_turn(),
-        }
-    }
-
     /// The last part of a turn start: budget proximity, the turn event and the model call.
-    fn call_turn(&mut self) -> Result<Action, EngineError> {
+    pub(super) fn call_turn(&mut self) -> Result<Action, EngineError> {
         self.core.overflow_retried = false;
         if !self.core.near_budget_emitted && self.near_budget() {
             self.core.near_budget_emitted = true;
@@ -279,7 +216,12 @@ impl Run {
     /// Charges a call's usage; when the provider reported none, the policy's estimate (marked
     /// as such) is charged instead. `sent` is what a summary call was given; other calls were
     /// given the conversation.
-    fn account(&mut self, response: &ModelResponse, purpose: CallPurpose, sent: Option<&[Message]>) {
+    pub(super) fn account(
+        &mut self,
+        response: &ModelResponse,
+        purpose: CallPurpose,
+        sent: Option<&[Message]>,
+    ) {
         let usage = match response.usage {
             Some(usage) => usage,
             None => self.policy.estimate_usage(sent.unwrap_or(&self.messages), response),
