@@ -41,6 +41,8 @@ pub mod formats;
 pub mod load;
 pub mod render;
 pub mod report;
+pub mod sets;
+pub mod shape;
 pub mod simulate;
 
 pub use formats::LogFormat;
@@ -140,5 +142,5 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
             ),
         });
     }
-    Ok(AuditReport::new(runs, errors, started.elapsed()))
+    Ok(AuditReport::new(runs, errors, started.elapsed(), paths))
 }

@@ -6,6 +6,9 @@ use std::time::Duration;
 use looprail::guardrails::replay::{ReplayEvent, ReplayReport};
 use serde::Serialize;
 
+use crate::sets::SetReport;
+use crate::shape::RunShape;
+
 /// Context sizes of one run.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Tokens {
@@ -37,14 +40,39 @@ pub struct RunReport {
     /// A budget or cap stopped it: a live run would have made one fallback call for its reply
     /// (F10).
     pub fallback_reply: bool,
+    /// What stopped it: `guard` (a loop detector, the ladder's hand-off to a human) or `limit`
+    /// (a budget, a time limit, the iteration cap); `None` when nothing would have.
+    pub stop_kind: Option<StopKind>,
     /// Context sizes.
     pub tokens: Tokens,
+    /// Its length, stretch by stretch, and whether it ended by itself.
+    pub shape: RunShape,
     #[serde(skip)]
-    saved_tokens: u64,
+    pub(crate) saved_tokens: u64,
+}
+
+/// What kind of stop a live run would have met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// A loop guard: a detector's stop, or the ladder handing the run to a human.
+    Guard,
+    /// A limit: a budget, a time limit or the iteration cap (answered with a fallback reply).
+    Limit,
 }
 
 impl RunReport {
-    pub(super) fn new(name: &str, replay: ReplayReport, tokens: Tokens, saved_tokens: u64) -> Self {
+    pub(super) fn new(
+        name: &str,
+        replay: ReplayReport,
+        tokens: Tokens,
+        shape: RunShape,
+        saved_tokens: u64,
+    ) -> Self {
+        let stop_kind = replay
+            .stop_reason
+            .as_deref()
+            .map(|reason| if reason.starts_with("limit:") { StopKind::Limit } else { StopKind::Guard });
         Self {
             path: name.to_owned(),
             tool_calls: replay.tool_calls,
@@ -52,7 +80,9 @@ impl RunReport {
             stopped_at: replay.stopped_at,
             stop_reason: replay.stop_reason,
             fallback_reply: replay.fallback_reply,
+            stop_kind,
             tokens,
+            shape,
             saved_tokens,
         }
     }
@@ -67,7 +97,7 @@ pub struct Summary {
     pub tool_calls: u64,
     /// Events by detector, then by level.
     pub detections: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Runs that would have been stopped.
+    /// Runs a loop guard would have stopped (not counting hand-offs to a human).
     pub runs_stopped: usize,
     /// Runs that would have been handed to a human.
     pub runs_handed_to_human: usize,
@@ -112,10 +142,18 @@ pub struct AuditReport {
     pub errors: Vec<FileError>,
     /// Totals.
     pub summary: Summary,
+    /// Per path given: the runs' lengths and the limits that would stop none of the runs that
+    /// ended by themselves.
+    pub sets: Vec<SetReport>,
 }
 
 impl AuditReport {
-    pub(crate) fn new(runs: Vec<RunReport>, errors: Vec<FileError>, elapsed: Duration) -> Self {
+    pub(crate) fn new(
+        runs: Vec<RunReport>,
+        errors: Vec<FileError>,
+        elapsed: Duration,
+        paths: &[std::path::PathBuf],
+    ) -> Self {
         let mut detections: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
         for event in runs.iter().flat_map(|r| &r.events) {
             *detections.entry(event.detector.clone()).or_default().entry(event.level.clone()).or_default() +=
@@ -144,6 +182,7 @@ impl AuditReport {
                 .unwrap_or(0),
             runs_per_second: runs.len() as f64 / elapsed.as_secs_f64().max(1e-9),
         };
-        Self { runs, errors, summary }
+        let sets = crate::sets::per_path(&runs, paths);
+        Self { runs, errors, summary, sets }
     }
 }

@@ -13,6 +13,7 @@ use looprail::guardrails::replay::replay_counted;
 use rayon::prelude::*;
 
 use crate::report::{RunReport, Tokens};
+use crate::shape::RunShape;
 
 /// Runs with at least this many messages have them counted in parallel.
 const PARALLEL_COUNT_FROM: usize = 1_024;
@@ -53,8 +54,9 @@ pub fn run(
             .map_or(messages.len(), |(i, _)| i + 1);
         per_message[cut.min(messages.len())..].iter().sum()
     });
+    let shape = RunShape::of(&messages);
     let tokens = Tokens { logged_peak, ..tokens(messages, &per_message, config, counter) };
-    RunReport::new(name, replayed, tokens, saved_tokens)
+    RunReport::new(name, replayed, tokens, shape, saved_tokens)
 }
 
 /// The conversation's peak size, and its peak with auto-compaction deciding before every model

@@ -697,3 +697,65 @@ fn a_claude_code_sub_agents_own_file_is_a_run_at_its_path_and_its_sidecar_no_log
     assert!(stderr.contains("no agent run in the 1 file read"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A long healthy chat log: `calls` distinct searches, then the answer.
+fn long_run(dir: &std::path::Path, calls: usize) -> String {
+    let mut log = vec![serde_json::json!({"role": "user", "content": "Survey the code base"})];
+    for i in 0..calls {
+        log.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"), "type": "function",
+            "function": {"name": "search", "arguments": format!("{{\"q\": \"topic {i}\"}}")}}]}));
+        log.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": format!("{} hits for topic {i}", i * 3)}));
+    }
+    log.push(serde_json::json!({"role": "assistant", "content": "Here is the survey."}));
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("long.json");
+    std::fs::write(&path, serde_json::json!({"messages": log}).to_string()).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn the_audit_replays_the_gateways_limits_unless_told_otherwise_and_keeps_limit_stops_apart() {
+    // Issue 34: a healthy run of 120 calls passes the coding-agent profile (the default); the
+    // task profile's 50-turn ceiling would have cut it, and the report says it was a limit.
+    let dir = tempfile::Builder::new().prefix("looprail-audit-profile-").tempdir().unwrap();
+    let log = long_run(dir.path(), 120);
+    let default = audit(std::slice::from_ref(&log));
+    assert_eq!(default["runs"][0]["stop_reason"], serde_json::Value::Null, "{}", default["runs"][0]);
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--json", "--profile", "task", &log])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let task: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &task["runs"][0];
+    assert_eq!(
+        (run["stop_reason"].as_str(), run["stop_kind"].as_str()),
+        (Some("limit:max_iterations"), Some("limit"))
+    );
+    assert_eq!(task["summary"]["runs_stopped_by_limits"], 1);
+    assert_eq!(task["summary"]["runs_stopped"], 0, "a limit is not a loop guard's stop");
+    // Per set: the run's length, and the smallest cap that would have spared it.
+    let set = &task["sets"][0];
+    assert_eq!((set["runs"].as_u64(), set["ended_by_themselves"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(set["stretch_turns"]["max"], 121);
+    assert_eq!(
+        (set["limits_cut_finished_runs"].as_u64(), set["safe_turn_cap"].as_u64()),
+        (Some(1), Some(122))
+    );
+    // The table has a column for each kind of stop.
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--profile", "task", &log])
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.lines().next().unwrap().contains("guard stop") && table.contains("limit stop"), "{table}");
+    assert!(table.contains("49 (max_iterations)"), "{table}");
+    assert!(table.contains("an iteration cap of at least 122 turns per stretch"), "{table}");
+    // A wrong profile is one readable line.
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["audit", "--profile", "weekly", &log])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile `weekly`"));
+}

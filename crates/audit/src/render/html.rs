@@ -7,7 +7,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{AuditReport, RunReport};
+use crate::report::{AuditReport, RunReport, StopKind};
+use crate::sets::SetReport;
 
 /// Escapes text for HTML content and attribute values.
 fn esc(text: &str) -> String {
@@ -120,6 +121,30 @@ rows.sort(function(a,b){var x=a.dataset[key],y=b.dataset[key];return num?dir*(Nu
 rows.forEach(function(r){var t=document.getElementById(r.dataset.timeline);body.appendChild(r);body.appendChild(t);});});});\
 document.body.dataset.ready='1';";
 
+/// Per set: the runs' lengths and the limits that would stop none of the finished ones.
+fn sets(page: &mut String, sets: &[SetReport]) {
+    page.push_str("<h2>Run lengths, and limits that spare finished runs</h2><table id=\"sets\"><thead><tr><th>set</th><th class=\"num\">runs</th><th class=\"num\">ended by themselves</th><th>longest stretch, turns (p50 / p90 / p99 / max)</th><th class=\"num\">stopped by loop guards</th><th class=\"num\">stopped by limits</th><th class=\"num\">finished runs a limit cut</th><th class=\"num\">iteration cap that cuts none</th></tr></thead><tbody>");
+    for set in sets {
+        let t = &set.stretch_turns;
+        let _ = write!(
+            page,
+            r#"<tr><td>{}</td><td class="num">{}</td><td class="num">{}</td><td>{} / {} / {} / {}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">&ge; {}</td></tr>"#,
+            esc(&set.path),
+            set.runs,
+            set.ended_by_themselves,
+            t.p50,
+            t.p90,
+            t.p99,
+            t.max,
+            set.stopped_by_guards,
+            set.stopped_by_limits,
+            set.limits_cut_finished_runs,
+            set.safe_turn_cap
+        );
+    }
+    page.push_str("</tbody></table>");
+}
+
 /// The whole page.
 pub fn render(report: &AuditReport) -> String {
     let s = &report.summary;
@@ -147,35 +172,35 @@ pub fn render(report: &AuditReport) -> String {
         let _ = write!(page, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(&value));
     }
     page.push_str("</dl><p>Click a column to sort, a run to open its timeline (marks: yellow nudge, orange directive, red hand-over or stop; the red line is where a live run would have stopped).</p>");
-    page.push_str("<table id=\"runs\"><thead><tr><th data-key=\"path\">run</th><th data-key=\"calls\" class=\"num\">calls</th><th data-key=\"events\" class=\"num\">events</th><th data-key=\"stop\">stopped</th><th data-key=\"peak\" class=\"num\">peak tokens</th><th data-key=\"compacted\" class=\"num\">with compaction</th></tr></thead><tbody>");
+    page.push_str("<table id=\"runs\"><thead><tr><th data-key=\"path\">run</th><th data-key=\"calls\" class=\"num\">calls</th><th data-key=\"events\" class=\"num\">events</th><th data-key=\"guard\">stopped by a loop guard</th><th data-key=\"limit\">stopped by a limit</th><th data-key=\"peak\" class=\"num\">peak tokens</th><th data-key=\"compacted\" class=\"num\">with compaction</th></tr></thead><tbody>");
     for (i, run) in report.runs.iter().enumerate() {
-        let stop = run
-            .stop_reason
-            .as_deref()
-            .map_or(String::new(), |r| format!("{r} at #{}", run.stopped_at.unwrap_or(0)));
+        let stop = |kind: StopKind| match (&run.stop_reason, run.stop_kind == Some(kind)) {
+            (Some(reason), true) => format!("{reason} at #{}", run.stopped_at.unwrap_or(0)),
+            _ => String::new(),
+        };
+        let (guard, limit) = (esc(&stop(StopKind::Guard)), esc(&stop(StopKind::Limit)));
         let _ = write!(
             page,
-            r#"<tr class="run" data-timeline="t{i}" data-path="{}" data-calls="{}" data-events="{}" data-stop="{}" data-peak="{}" data-compacted="{}"><td>{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td><td class="num">{}</td><td class="num">{}</td></tr>"#,
+            r#"<tr class="run" data-timeline="t{i}" data-path="{}" data-calls="{}" data-events="{}" data-guard="{guard}" data-limit="{limit}" data-peak="{}" data-compacted="{}"><td>{}</td><td class="num">{}</td><td class="num">{}</td><td>{guard}</td><td>{limit}</td><td class="num">{}</td><td class="num">{}</td></tr>"#,
             esc(&run.path),
             run.tool_calls,
             run.events.len(),
-            esc(&stop),
             run.tokens.peak,
             run.tokens.peak_with_compaction,
             esc(&run.path),
             run.tool_calls,
             run.events.len(),
-            esc(&stop),
             run.tokens.peak,
             run.tokens.peak_with_compaction
         );
         let _ = write!(
             page,
-            r#"<tr class="timeline-row" id="t{i}" hidden><td colspan="6">{}</td></tr>"#,
+            r#"<tr class="timeline-row" id="t{i}" hidden><td colspan="7">{}</td></tr>"#,
             timeline(run, peak_max)
         );
     }
     page.push_str("</tbody></table>");
+    sets(&mut page, &report.sets);
     for error in &report.errors {
         let (label, path, why) = (error.label(), esc(&error.path), esc(&error.error));
         let _ = write!(page, "<p class=\"error\">{label}: {path}: {why}</p>");

@@ -3,34 +3,46 @@
 
 use std::path::Path;
 
-use crate::report::AuditReport;
+use crate::report::{AuditReport, StopKind};
+use crate::sets::{SetReport, Spread};
 
 /// The report as a table of runs and a summary, for the terminal.
 pub fn render(report: &AuditReport) -> String {
     let mut out = format!(
-        "{:<58} {:>6} {:>6} {:>10} {:>9} {:>9}\n",
-        "run", "calls", "events", "stopped at", "peak", "compacted"
+        "{:<52} {:>6} {:>6} {:>18} {:>22} {:>9} {:>9}\n",
+        "run", "calls", "events", "guard stop", "limit stop", "peak", "compacted"
     );
     for run in &report.runs {
         let name =
             Path::new(&run.path).file_name().map_or(run.path.clone(), |n| n.to_string_lossy().into_owned());
-        let stopped = run
-            .stopped_at
-            .map_or("-".to_owned(), |at| format!("{at} ({})", run.stop_reason.as_deref().unwrap_or("")));
+        let stop = |kind: StopKind| match (run.stop_kind, run.stopped_at) {
+            (Some(k), Some(at)) if k == kind => {
+                let reason = run.stop_reason.as_deref().unwrap_or("");
+                format!("{at} ({})", reason.strip_prefix("limit:").unwrap_or(reason))
+            }
+            _ => "-".to_owned(),
+        };
         out.push_str(&format!(
-            "{:<58} {:>6} {:>6} {:>10} {:>9} {:>9}\n",
-            name.chars().take(58).collect::<String>(),
+            "{:<52} {:>6} {:>6} {:>18} {:>22} {:>9} {:>9}\n",
+            name.chars().take(52).collect::<String>(),
             run.tool_calls,
             run.events.len(),
-            stopped,
+            stop(StopKind::Guard),
+            stop(StopKind::Limit),
             run.tokens.peak,
             run.tokens.peak_with_compaction
         ));
     }
     let s = &report.summary;
     out.push_str(&format!(
-        "\n{} runs, {} tool calls; handed to a human: {}, stopped: {}; tool calls saved: {}, tokens saved by stopping: {}\n",
-        s.runs, s.tool_calls, s.runs_handed_to_human, s.runs_stopped, s.tool_calls_saved, s.tokens_saved_by_stopping
+        "\n{} runs, {} tool calls; by the loop guards: handed to a human {}, stopped {}; by limits: stopped {}; tool calls saved: {}, tokens saved by stopping: {}\n",
+        s.runs,
+        s.tool_calls,
+        s.runs_handed_to_human,
+        s.runs_stopped,
+        s.runs_stopped_by_limits,
+        s.tool_calls_saved,
+        s.tokens_saved_by_stopping
     ));
     out.push_str(&format!(
         "peak context: {} tokens, {} with compaction\n",
@@ -40,9 +52,36 @@ pub fn render(report: &AuditReport) -> String {
         let levels: Vec<String> = levels.iter().map(|(l, n)| format!("{l} {n}")).collect();
         out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
     }
+    for set in &report.sets {
+        out.push_str(&sets(set));
+    }
     for error in &report.errors {
         out.push_str(&format!("{}: {}: {}\n", error.label(), error.path, error.error));
     }
     out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
     out
+}
+
+fn spread(s: &Spread) -> String {
+    format!("p50 {} / p90 {} / p99 {} / max {}", s.p50, s.p90, s.p99, s.max)
+}
+
+/// One set's lengths and the limits that spare its finished runs.
+fn sets(set: &SetReport) -> String {
+    format!(
+        "set {}: {} runs, {} ended by themselves\n  turns per run: {}\n  longest stretch, turns: {}; tool calls: {}\n  \
+         stopped by loop guards: {}; by limits: {} (of them ended by themselves: {})\n  \
+         limits that stop none of the runs that ended by themselves: an iteration cap of at least {} turns per stretch, a tool-call budget of at least {}\n",
+        set.path,
+        set.runs,
+        set.ended_by_themselves,
+        spread(&set.turns),
+        spread(&set.stretch_turns),
+        spread(&set.stretch_calls),
+        set.stopped_by_guards,
+        set.stopped_by_limits,
+        set.limits_cut_finished_runs,
+        set.safe_turn_cap,
+        set.safe_tool_call_budget,
+    )
 }
