@@ -126,6 +126,7 @@ const CRATES: &[(&str, &str)] = &[
     ("looprail-journal", "crates/journal"),
     ("looprail-gateway", "crates/gateway"),
     ("looprail", "crates/looprail"),
+    ("looprail-audit", "crates/audit"),
     ("looprail-cli", "crates/cli"),
 ];
 
