@@ -212,6 +212,9 @@ pub struct GuardrailsConfig {
     /// OpenHands' stuck rules as a guard that stops the run ([`StuckPatterns`](crate::StuckPatterns));
     /// off but in the `openhands-stuck` preset.
     pub stuck_patterns: bool,
+    /// Degenerate replies (B14): a reply repeating itself is cut while it streams, and the
+    /// ladder climbs ([`repetition`](crate::repetition)).
+    pub degenerate_reply: crate::repetition::RepetitionConfig,
 }
 
 impl Default for GuardrailsConfig {
@@ -241,6 +244,7 @@ impl Default for GuardrailsConfig {
             directive_tool: None,
             reset_on_user_turn: true,
             stuck_patterns: false,
+            degenerate_reply: crate::repetition::RepetitionConfig::default(),
         }
     }
 }
@@ -292,6 +296,7 @@ guardrails_file! {
     directive_tool: Option<String>,
     reset_on_user_turn: bool,
     stuck_patterns: bool,
+    degenerate_reply: crate::repetition::RepetitionConfig,
 }
 
 impl GuardrailsConfig {
@@ -342,6 +347,9 @@ impl GuardrailsConfig {
         kinds.sort_unstable();
         kinds.dedup();
         check(kinds.len() == self.detectors.len(), "detectors", "names a detector twice")?;
+        self.degenerate_reply
+            .validate()
+            .map_err(|e| ConfigError::new(format!("degenerate_reply.{}", e.key), e.message))?;
         if let Some(repeat) = &self.repeat_counter {
             check(repeat.max_repeats >= 1, "repeat_counter.max_repeats", "must be at least 1")?;
             check(repeat.max_entries >= 16, "repeat_counter.max_entries", "must be at least 16")?;
@@ -373,6 +381,8 @@ mod tests {
             (r#"{"consecutive_steps": 1}"#, "consecutive_steps"),
             (r#"{"novelty_after": 0}"#, "novelty_after"),
             (r#"{"identical_call_nudge": 1}"#, "identical_call_nudge"),
+            (r#"{"degenerate_reply": {"repeat_count": 1}}"#, "degenerate_reply.repeat_count"),
+            (r#"{"degenerate_reply": {"chunk": 50}}"#, "degenerate_reply.chunk"),
         ];
         for (json, key) in cases {
             let err = GuardrailsConfig::from_json_str(json).unwrap_err();

@@ -87,6 +87,18 @@ impl EscalationLadder {
         Some(self.level)
     }
 
+    /// A detection between calls (a degenerate reply: no call to count a gap in): climbs one
+    /// level, at most to `cap`, without the gap. Returns the new level when it climbed.
+    pub fn escalate(&mut self, call_index: u64, cap: Level) -> Option<Level> {
+        self.quiet_calls = 0;
+        if self.level >= cap {
+            return None;
+        }
+        self.level = self.level.up();
+        self.last_climb = Some(call_index);
+        Some(self.level)
+    }
+
     /// A call without detection. Returns the new level when the ladder stepped down.
     pub fn on_quiet_call(&mut self) -> Option<Level> {
         if self.level == Level::None {

@@ -15,6 +15,7 @@
 //! | B2 polling tools exempt | [`GuardrailsConfig::polling_tools`] |
 //! | B3 alternating cycles, same action + same observation | [`CycleDetector`], [`SameObservation`] |
 //! | B5 offline replay of recorded runs | [`replay`] |
+//! | B14 a reply repeating itself, cut while it streams | [`repetition`], [`DegenerateReplies`] |
 //! | the sources' literal rules and peers' rules (gemini-cli, Roo-Code, OpenHands) as named presets | [`Preset`], [`StuckPatterns`] |
 //! | property tests of your own settings (feature `proptest`) | `kit` |
 //!
@@ -60,6 +61,7 @@ use looprail_loop_core::Guard;
 
 mod config;
 mod consecutive_steps;
+mod degenerate;
 mod detection;
 pub mod detectors;
 mod error_patterns;
@@ -69,6 +71,7 @@ pub mod kit;
 mod ladder;
 mod loop_guard;
 mod repeat_counter;
+pub mod repetition;
 pub mod replay;
 pub mod signature;
 mod stuck_patterns;
@@ -76,6 +79,7 @@ mod waiting;
 
 pub use config::{DetectorKind, GuardrailsConfig, Preset, RepeatAction, RepeatCounterConfig};
 pub use consecutive_steps::ConsecutiveSteps;
+pub use degenerate::{DegenerateReplies, DegenerateWatch};
 pub use detection::{Detection, Detector, Observed, TIER_IDENTICAL_CALL};
 pub use detectors::{CycleDetector, NoveltyStreak, SameObservation, ThrashWindow};
 pub use error_streak::ErrorStreak;

@@ -8,6 +8,7 @@ use looprail_loop_core::event::Event;
 use looprail_loop_core::guard::{Decision, Guard, GuardStateError, TurnView};
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_loop_core::outcome::StopCause;
+use looprail_loop_core::provider::{ModelResponse, StopReason};
 use looprail_loop_core::tool::ToolChoice;
 
 use crate::config::{DetectorKind, GuardrailsConfig};
@@ -19,6 +20,9 @@ use crate::waiting::is_waiting_call;
 
 /// The guard's name and the key of its saved state.
 pub const LOOP_GUARD: &str = "loop_guard";
+
+/// The detector and tier of a reply cut for repeating itself (B14).
+pub const DEGENERATE_REPLY: &str = "degenerate_reply";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 struct Counters {
@@ -75,26 +79,49 @@ impl std::fmt::Debug for LoopGuard {
     }
 }
 
-fn nudge(tool: &str) -> String {
-    format!(
-        "You have repeated calls to `{tool}` that keep producing the same kind of result. Doing it \
-         again will not change the outcome: try a different approach or a different tool."
-    )
+/// What the ladder speaks about: a call repeated, or a reply that repeated itself.
+#[derive(Clone, Copy)]
+enum Subject<'a> {
+    Call(&'a str),
+    Reply,
 }
 
-fn directive(tool: &str) -> String {
-    format!(
-        "Stop repeating `{tool}`: your recent attempts did not move the task forward. Your next \
-         step must be different: change the arguments substantially, use another tool, or state \
-         plainly what is blocking you."
-    )
+fn nudge(subject: Subject<'_>) -> String {
+    match subject {
+        Subject::Call(tool) => format!(
+            "You have repeated calls to `{tool}` that keep producing the same kind of result. Doing it \
+             again will not change the outcome: try a different approach or a different tool."
+        ),
+        Subject::Reply => "Your last reply kept repeating the same text and was cut off. Do not repeat \
+             yourself: say what you mean once, then give your answer or take a different next step."
+            .to_owned(),
+    }
 }
 
-fn ask_human(tool: &str, ask_tool: &str) -> String {
-    format!(
-        "You appear to be stuck in a loop around `{tool}`. Call `{ask_tool}` now: say what you \
-         tried, what happened, and what you need from the human to continue."
-    )
+fn directive(subject: Subject<'_>) -> String {
+    match subject {
+        Subject::Call(tool) => format!(
+            "Stop repeating `{tool}`: your recent attempts did not move the task forward. Your next \
+             step must be different: change the arguments substantially, use another tool, or state \
+             plainly what is blocking you."
+        ),
+        Subject::Reply => "Your replies keep falling into repeating the same text. Answer in a few \
+             plain sentences, each said once, or state plainly what is blocking you."
+            .to_owned(),
+    }
+}
+
+fn ask_human(subject: Subject<'_>, ask_tool: &str) -> String {
+    match subject {
+        Subject::Call(tool) => format!(
+            "You appear to be stuck in a loop around `{tool}`. Call `{ask_tool}` now: say what you \
+             tried, what happened, and what you need from the human to continue."
+        ),
+        Subject::Reply => format!(
+            "Your replies keep repeating themselves. Call `{ask_tool}` now: say briefly what you \
+             were doing and what you need from the human to continue."
+        ),
+    }
 }
 
 impl LoopGuard {
@@ -146,14 +173,19 @@ impl LoopGuard {
         view: &TurnView<'_>,
         level: Level,
         detection: &Detection,
-        call: &Observed<'_>,
+        call_index: u64,
+        subject: Subject<'_>,
     ) -> Vec<Decision> {
+        let tool = match subject {
+            Subject::Call(tool) => tool,
+            Subject::Reply => "",
+        };
         let mut decisions = vec![
             Decision::Emit(Event::LoopDetected {
-                call_index: call.index,
+                call_index,
                 detector: detection.detector.to_owned(),
                 tier: detection.tier.to_owned(),
-                tool: call.tool.to_owned(),
+                tool: tool.to_owned(),
                 level: level.as_str().to_owned(),
                 evidence: detection.evidence.clone(),
             }),
@@ -165,11 +197,11 @@ impl LoopGuard {
         match level {
             Level::None => {}
             Level::Nudge => {
-                decisions.push(Decision::Inject(Message::internal_user("loop_nudge", nudge(call.tool))))
+                decisions.push(Decision::Inject(Message::internal_user("loop_nudge", nudge(subject))))
             }
             Level::Directive => {
                 decisions
-                    .push(Decision::Inject(Message::internal_user("loop_directive", directive(call.tool))));
+                    .push(Decision::Inject(Message::internal_user("loop_directive", directive(subject))));
                 if let Some(tool) = &self.directive_tool {
                     decisions.push(Decision::ForceToolChoice(ToolChoice::Named(tool.clone())));
                 }
@@ -178,18 +210,24 @@ impl LoopGuard {
                 Some(ask) => {
                     decisions.push(Decision::Inject(Message::internal_user(
                         "loop_ask_human",
-                        ask_human(call.tool, ask),
+                        ask_human(subject, ask),
                     )));
                     decisions.push(Decision::ForceToolChoice(ToolChoice::Named(ask.clone())));
                 }
-                None => decisions.push(Decision::Stop(StopCause::LoopDetected {
-                    detector: detection.detector.to_owned(),
-                    detail: format!(
-                        "{} loop on `{}` and no ask_human tool to escalate to",
-                        detection.tier, call.tool
-                    ),
-                    evidence: None,
-                })),
+                None => {
+                    let on = match subject {
+                        Subject::Call(tool) => format!("`{tool}`"),
+                        Subject::Reply => "its replies".to_owned(),
+                    };
+                    decisions.push(Decision::Stop(StopCause::LoopDetected {
+                        detector: detection.detector.to_owned(),
+                        detail: format!(
+                            "{} loop on {on} and no ask_human tool to escalate to",
+                            detection.tier
+                        ),
+                        evidence: None,
+                    }))
+                }
             },
         }
         decisions
@@ -199,6 +237,27 @@ impl LoopGuard {
 impl Guard for LoopGuard {
     fn name(&self) -> &str {
         LOOP_GUARD
+    }
+
+    /// A reply cut for repeating itself (B14) climbs the ladder like a loop of calls: a nudge
+    /// on the next turn, then a directive, then `ask_human`.
+    fn after_response(&mut self, view: &TurnView<'_>, response: &ModelResponse) -> Vec<Decision> {
+        if response.stop_reason != StopReason::Degenerate {
+            return Vec::new();
+        }
+        let index = self.counters.calls_seen;
+        match self.ladder.escalate(index, Level::AskHuman) {
+            Some(level) => {
+                let detection = Detection {
+                    detector: DEGENERATE_REPLY,
+                    tier: DEGENERATE_REPLY,
+                    cap: Level::AskHuman,
+                    evidence: Vec::new(),
+                };
+                self.climb(view, level, &detection, index, Subject::Reply)
+            }
+            None => Vec::new(),
+        }
     }
 
     fn after_tools(
@@ -248,7 +307,13 @@ impl Guard for LoopGuard {
             match strongest {
                 Some(detection) => {
                     if let Some(level) = self.ladder.on_detection(index, detection.cap) {
-                        decisions.extend(self.climb(view, level, detection, &observed));
+                        decisions.extend(self.climb(
+                            view,
+                            level,
+                            detection,
+                            index,
+                            Subject::Call(&call.name),
+                        ));
                     }
                 }
                 None => {

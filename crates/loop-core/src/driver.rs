@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use tracing::Instrument;
 
-use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::SummaryRequest;
@@ -13,12 +12,11 @@ use crate::event::{Event, EventSink};
 use crate::executor::{ExecContext, ParallelExecutor, ToolExecutor};
 use crate::finalize::Finalizer;
 use crate::outcome::Outcome;
-use crate::provider::{
-    CallPurpose, ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind, StreamEvent,
-};
+use crate::provider::{CallPurpose, ModelRequest, ModelResponse, Provider, ProviderError, ProviderErrorKind};
 use crate::state::RunState;
 use crate::store::{CheckpointStore, StoreError};
 use crate::tool::{ToolChoice, ToolSet};
+use crate::watch::WatchReplies;
 
 /// Why driving a run failed (the run itself stays consistent and can be driven again).
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +42,7 @@ pub struct Driver {
     finalizer: Option<Arc<Finalizer>>,
     summarizer: Option<Arc<dyn Provider>>,
     summary_timeout: std::time::Duration,
+    watcher: Option<Arc<dyn WatchReplies>>,
 }
 
 impl std::fmt::Debug for Driver {
@@ -71,7 +70,16 @@ impl Driver {
             finalizer: None,
             summarizer: None,
             summary_timeout: std::time::Duration::from_secs(60),
+            watcher: None,
         }
+    }
+
+    /// Reads every reply with a watch from `watcher` (B14): a reply that degenerates into
+    /// repeating itself is cut there, its stream dropped (see [`watch`](crate::watch)).
+    #[must_use]
+    pub fn with_reply_watch(mut self, watcher: Arc<dyn WatchReplies>) -> Self {
+        self.watcher = Some(watcher);
+        self
     }
 
     /// Uses this token for cooperative cancellation (F7).
@@ -280,19 +288,16 @@ impl Driver {
     }
 
     async fn call_model(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
+        let watch = self.watcher.as_ref().map(|w| w.watch());
         if !self.streaming {
-            return self.provider.complete(request).await;
+            let response = self.provider.complete(request).await?;
+            return Ok(match watch {
+                Some(watch) => crate::watch::check_complete(response, watch, &self.events),
+                None => response,
+            });
         }
-        let mut stream = self.provider.stream(request).await?;
-        while let Some(item) = stream.next().await {
-            match item {
-                StreamEvent::TextDelta(text) => self.events.emit(&Event::TextDelta { text }),
-                StreamEvent::ToolCallDelta { .. } => {}
-                // The first finished signal ends the call; anything after it is ignored (F24).
-                StreamEvent::Finished(result) => return result,
-            }
-        }
-        Err(ProviderError::new(ProviderErrorKind::StreamBroken, "the stream ended without a finished signal"))
+        let stream = self.provider.stream(request).await?;
+        crate::watch::read_stream(stream, watch, &self.events, self.provider.model()).await
     }
 
     /// Publishes the step's events and saves one checkpoint for the step. A step ends at a safe

@@ -73,6 +73,20 @@ pub enum Event {
         /// The text.
         text: String,
     },
+    /// A reply degenerated into repeating itself and was cut (B14; see
+    /// [`watch`](crate::watch)).
+    DegenerateReply {
+        /// What degenerated: `text`, or `arguments` of a call.
+        part: String,
+        /// The repeated block's length in bytes.
+        period: u32,
+        /// Copies of it seen.
+        repeats: u32,
+        /// Bytes of the part kept.
+        kept_bytes: u64,
+        /// Bytes of the part read before it was cut.
+        read_bytes: u64,
+    },
     /// A truncated reply is being continued (F12).
     MaxTokensContinuation {
         /// 1-based continuation number.
@@ -253,6 +267,7 @@ impl Event {
             Event::StateChanged { .. } => "agent.state.changed",
             Event::ModelResponded { .. } => "agent.model.responded",
             Event::TextDelta { .. } => "agent.text.delta",
+            Event::DegenerateReply { .. } => "agent.reply.degenerate",
             Event::MaxTokensContinuation { .. } => "agent.max_tokens.continuation",
             Event::ToolCallRejected { .. } => "agent.tool.rejected",
             Event::ToolRetry { .. } => "agent.tool.retry",
@@ -295,6 +310,7 @@ impl Event {
             "agent.budget.near",
             "agent.state.changed",
             "agent.model.responded",
+            "agent.reply.degenerate",
             "agent.max_tokens.continuation",
             "agent.tool.rejected",
             "agent.tool.retry",

@@ -62,6 +62,7 @@ pub mod telemetry;
 pub mod testkit;
 pub mod tool;
 pub mod transcript;
+pub mod watch;
 
 pub use driver::{Driver, DriverError};
 pub use engine::Run;

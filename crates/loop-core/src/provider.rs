@@ -60,6 +60,9 @@ pub enum StopReason {
     StopSequence,
     /// It refused to answer.
     Refusal,
+    /// Its reply degenerated into the same text again and again, and was cut where the
+    /// repetition began (B14; see [`watch`](crate::watch)).
+    Degenerate,
     /// Anything else the provider said, kept verbatim.
     Other(String),
 }

@@ -89,6 +89,7 @@ pub fn finish_reason(reason: &StopReason) -> &str {
         StopReason::MaxTokens => "length",
         StopReason::StopSequence => "stop",
         StopReason::Refusal => "content_filter",
+        StopReason::Degenerate => "degenerate",
         StopReason::Other(other) => other,
     }
 }

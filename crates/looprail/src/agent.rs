@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use looprail_compaction::AutoCompaction;
-use looprail_guardrails::default_stack;
+use looprail_guardrails::{DegenerateReplies, default_stack};
 use looprail_loop_core::engine::{EngineError, Run};
 use looprail_loop_core::event::EventSink;
 use looprail_loop_core::outcome::Outcome;
@@ -79,8 +79,10 @@ impl Agent {
             builder = builder.boxed_guard(guard);
         }
         let mut run = builder.build().map_err(AgentError::Engine)?;
+        let watch = DegenerateReplies::new(self.config.guardrails.degenerate_reply.clone());
         let driver = Driver::new(Arc::clone(&self.provider), self.tools.clone())
             .with_executor(Arc::new(RetryingExecutor::new(self.config.retry.tool.clone())))
+            .with_reply_watch(Arc::new(watch))
             .with_events(self.events.clone());
         driver.drive(&mut run).await.map_err(AgentError::Driver)
     }

@@ -13,7 +13,7 @@ mod worker;
 use std::sync::Arc;
 
 use looprail::compaction::AutoCompaction;
-use looprail::guardrails::default_stack;
+use looprail::guardrails::{DegenerateReplies, default_stack};
 use looprail::journal::{JournalError, Runner, SharedStore, StoreLocation};
 use looprail::retry::RetryingExecutor;
 use looprail_workdir::Workdir;
@@ -48,6 +48,7 @@ fn runner(recipe: &Recipe, store: SharedStore, shutdown: CancellationToken) -> R
     let (guardrails, compaction) = (config.guardrails.clone(), config.compaction.clone());
     let runner = Runner::new(store, main, tools, SYSTEM)
         .with_config(config.loop_.clone())
+        .with_reply_watch(Arc::new(DegenerateReplies::new(config.guardrails.degenerate_reply.clone())))
         .with_guards(move || default_stack(&guardrails))
         .with_policy(move || Box::new(AutoCompaction::new(compaction.clone())))
         .with_executor(Arc::new(RetryingExecutor::new(config.retry.tool.clone())))

@@ -31,6 +31,14 @@ impl Runner {
         self
     }
 
+    /// Reads every model reply with a watch from `watcher` (B14: a reply that degenerates
+    /// into repeating itself is cut while it streams).
+    #[must_use]
+    pub fn with_reply_watch(mut self, watcher: Arc<dyn looprail_loop_core::watch::WatchReplies>) -> Self {
+        self.watcher = Some(watcher);
+        self
+    }
+
     /// The context policy of every run.
     #[must_use]
     pub fn with_policy(

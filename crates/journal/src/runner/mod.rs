@@ -16,6 +16,7 @@ use looprail_loop_core::outcome::Outcome;
 use looprail_loop_core::provider::Provider;
 use looprail_loop_core::state::RunState;
 use looprail_loop_core::tool::ToolSet;
+use looprail_loop_core::watch::WatchReplies;
 use tokio_util::sync::CancellationToken;
 
 use crate::delegate::{Delegate, DelegationConfig};
@@ -80,6 +81,7 @@ pub struct Runner {
     shutdown: CancellationToken,
     delegation: DelegationConfig,
     iteration_handler: Option<Arc<dyn MaxIterationsHandler>>,
+    watcher: Option<Arc<dyn WatchReplies>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -127,6 +129,7 @@ impl Runner {
             shutdown: CancellationToken::new(),
             delegation: DelegationConfig::default(),
             iteration_handler: None,
+            watcher: None,
         }
     }
 
@@ -350,6 +353,10 @@ impl Runner {
         };
         let driver = match &self.iteration_handler {
             Some(handler) => driver.with_iteration_handler(Arc::clone(handler)),
+            None => driver,
+        };
+        let driver = match &self.watcher {
+            Some(watcher) => driver.with_reply_watch(Arc::clone(watcher)),
             None => driver,
         };
         let result = driver.drive(&mut run).await;

@@ -258,12 +258,18 @@ impl Run {
         let ModelResponse { text, tool_calls, stop_reason, .. } = response.clone();
         self.messages.push(Message::assistant_with_calls(text.clone(), tool_calls.clone()));
         self.checkpoint(CheckpointKind::LlmResponse);
+        let replied = self.messages.len();
         let decisions = self.view_guards(|g, v| g.after_response(v, &response));
         if let Some(cause) = self.apply(decisions, None) {
             return self.stop(cause);
         }
         if !tool_calls.is_empty() {
             return self.dispatch_tools(tool_calls, tick);
+        }
+        // A reply cut for repeating itself (B14) is no answer: when a guard spoke to it (the
+        // ladder's nudge), the model gets another turn; it is never continued (F12).
+        if stop_reason == StopReason::Degenerate && self.messages.len() > replied {
+            return self.begin_turn(tick);
         }
         let text = text.unwrap_or_default();
         let recoveries = &mut self.core.counters.max_tokens_recoveries;

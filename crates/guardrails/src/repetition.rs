@@ -1,0 +1,413 @@
+//! Degenerate replies (B14): the same text again and again inside ONE reply, found while it
+//! streams.
+//!
+//! A model sometimes falls into repeating a sentence or a block until its token limit. No call
+//! repeats, so the loop detectors see nothing, and every token is billed. The
+//! [`RepetitionDetector`] reads a reply's text as it arrives and fires once the text has become
+//! periodic: the same block of `period` bytes (1 to `max_period`) `repeat_count` times in a row,
+//! over at least `repeat_count × chunk_bytes` bytes.
+//!
+//! How, in O(1) amortised per byte with bounded memory:
+//! - a rolling (gear) hash over the last `chunk_bytes` bytes marks *anchors*: content-defined
+//!   ones (about one every 16 bytes) and the smallest chunk of every block of 16 positions (a
+//!   short period's few chunks may hold no content anchor, but put the same smallest chunk in
+//!   every block); an anchor whose chunk was seen `d` bytes earlier (within `max_period`)
+//!   proposes the period `d`;
+//! - each proposed period (a few at a time) is then *verified* byte by byte against the text `d`
+//!   bytes back, kept in a buffer of at most `2 × max_period` bytes: only text that really is
+//!   periodic counts, never a hash match alone;
+//! - the repetition starts where the text began to equal itself `d` bytes back; the reply is
+//!   cut there, one copy of the block kept.
+//!
+//! Ordinary documents repeat structure, not text: a markdown table's rows, a list's bullets and
+//! a code block's indentation differ from one line to the next, and short repeats (a divider of
+//! dashes) are far below the minimum. Code blocks and tables, where identical lines are more
+//! common, need four times as many repeats, as do tool-call arguments (code and data).
+//!
+//! ```
+//! use looprail_guardrails::repetition::{RepetitionConfig, RepetitionDetector};
+//!
+//! let mut detector = RepetitionDetector::new(&RepetitionConfig::default(), false);
+//! let block = "The answer is in the report, section two, which I will now quote again. ";
+//! let reply = format!("Let me check. {}", block.repeat(40));
+//! let found = reply
+//!     .as_bytes()
+//!     .chunks(16) // as a stream delivers it
+//!     .find_map(|delta| detector.feed(std::str::from_utf8(delta).unwrap_or_default()))
+//!     .expect("a chanting reply is found");
+//! assert_eq!(found.period as usize, block.len());
+//! // Cut where the text began to repeat itself: the ". " before the block already matched
+//! // the block's end, so one copy of the block is kept, that ". " standing for its end.
+//! assert_eq!(&reply[..found.keep as usize], "Let me check. The answer is in the report, section two, which I will now quote again");
+//! // Found within ten copies of the block (and the 16-byte piece in flight).
+//! assert!(found.seen <= ("Let me check. ".len() + 10 * block.len() + 16) as u64);
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// How degenerate replies are found (part of [`GuardrailsConfig`](crate::GuardrailsConfig)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RepetitionConfig {
+    /// Watch every reply (on by default).
+    pub enabled: bool,
+    /// The chunk a repetition is recognised by, in bytes (16 to 64): the minimum repeated
+    /// text is `repeat_count` chunks.
+    pub chunk_bytes: u32,
+    /// Copies of the repeated block in a row that make a reply degenerate.
+    pub repeat_count: u32,
+    /// The longest repeated block looked for, in bytes (the longest distance between two
+    /// copies).
+    pub max_period: u32,
+}
+
+impl Default for RepetitionConfig {
+    fn default() -> Self {
+        Self { enabled: true, chunk_bytes: 50, repeat_count: 10, max_period: 4096 }
+    }
+}
+
+impl RepetitionConfig {
+    /// Checks the ranges; the key named is relative to the section.
+    pub fn validate(&self) -> Result<(), looprail_loop_core::config::ConfigError> {
+        use looprail_loop_core::config::ConfigError;
+        if !(16..=64).contains(&self.chunk_bytes) {
+            return Err(ConfigError::new("chunk_bytes", "must be between 16 and 64"));
+        }
+        if !(3..=1000).contains(&self.repeat_count) {
+            return Err(ConfigError::new("repeat_count", "must be between 3 and 1000"));
+        }
+        if !(64..=65_536).contains(&self.max_period) {
+            return Err(ConfigError::new("max_period", "must be between 64 and 65536"));
+        }
+        Ok(())
+    }
+}
+
+/// A degenerate stretch of a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repetition {
+    /// Bytes of the reply to keep: up to the end of the first copy of the block. A character
+    /// boundary when it is within the last `2 × max_period` bytes fed; a caller holding more
+    /// rounds it down to one ([`floor_boundary`]).
+    pub keep: u64,
+    /// The repeated block's length in bytes.
+    pub period: u32,
+    /// Whole copies of the block seen when it was found.
+    pub repeats: u32,
+    /// Bytes of the reply read when it was found.
+    pub seen: u64,
+}
+
+/// `at` rounded down to a character boundary of `text` (and to its length).
+pub fn floor_boundary(text: &str, at: u64) -> usize {
+    let mut at = usize::try_from(at).unwrap_or(usize::MAX).min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// Periods verified at once.
+const CANDIDATES: usize = 4;
+/// Anchor table slots (a power of two).
+const SLOTS: usize = 256;
+/// Content anchors are about one in 2^ANCHOR_BITS positions.
+const ANCHOR_BITS: u32 = 4;
+/// Positions of the aligned blocks whose smallest chunk is an anchor too.
+const BLOCK: u64 = 16;
+/// Keeps a block's smallest chunk apart from the same chunk as a content anchor in the table.
+const BLOCK_SALT: u64 = 0x5bd1_e995_0000_0001;
+/// Code blocks, tables and tool arguments need this many times the repeats.
+const RELAXED: u64 = 4;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    /// 0: free.
+    period: u64,
+    /// Where the text began to equal itself `period` bytes back.
+    run_start: u64,
+    /// Proposed inside a code block or a table row: needs more repeats.
+    relaxed: bool,
+    /// Its run has been extended back to where the repetition began.
+    extended: bool,
+}
+
+/// Finds periodic repetition in a stream of text (see the module docs).
+#[derive(Debug, Clone)]
+pub struct RepetitionDetector {
+    chunk: u32,
+    repeat_count: u64,
+    max_period: u64,
+    /// Arguments (code and data): always relaxed.
+    arguments: bool,
+    /// The text from `base` on (at most `2 × max_period` bytes are kept).
+    buffer: Vec<u8>,
+    base: u64,
+    gear: u64,
+    /// The current block's smallest chunk and where it ends.
+    block_min: (u64, u64),
+    anchors: Box<[(u64, u64)]>,
+    candidates: [Candidate; CANDIDATES],
+    /// Line structure: inside a code fence; the current line is a table row; bytes of the
+    /// current line's start seen (up to 3).
+    in_fence: bool,
+    table_line: bool,
+    line_head: [u8; 3],
+    line_head_len: u8,
+    fired: bool,
+}
+
+impl RepetitionDetector {
+    /// A detector with `config`; `arguments` for a tool call's arguments (relaxed, as code).
+    pub fn new(config: &RepetitionConfig, arguments: bool) -> Self {
+        let max_period = u64::from(config.max_period.clamp(64, 65_536));
+        Self {
+            chunk: config.chunk_bytes.clamp(16, 64),
+            repeat_count: u64::from(config.repeat_count.max(2)),
+            max_period,
+            arguments,
+            buffer: Vec::new(),
+            base: 0,
+            gear: 0,
+            block_min: (u64::MAX, 0),
+            anchors: vec![(0, 0); SLOTS].into_boxed_slice(),
+            candidates: [Candidate::default(); CANDIDATES],
+            in_fence: false,
+            table_line: false,
+            line_head: [0; 3],
+            line_head_len: 0,
+            fired: false,
+        }
+    }
+
+    /// Bytes fed so far.
+    pub fn seen(&self) -> u64 {
+        self.base + self.buffer.len() as u64
+    }
+
+    /// Feeds the next piece of the text; the repetition once the text has degenerated (once:
+    /// later calls return `None`).
+    pub fn feed(&mut self, text: &str) -> Option<Repetition> {
+        if self.fired || text.is_empty() {
+            return None;
+        }
+        let bytes = text.as_bytes();
+        let start = self.seen();
+        self.buffer.extend_from_slice(bytes);
+        // Anchors: the rolling hash over the new bytes.
+        let chunk_mask = if self.chunk == 64 { u64::MAX } else { (1u64 << self.chunk) - 1 };
+        let anchor_shift = self.chunk - ANCHOR_BITS;
+        let anchor_mask = (1u64 << ANCHOR_BITS) - 1;
+        // The hash and the block's smallest chunk live in locals: the loop keeps them in
+        // registers, and leaves it only for an anchor (about one byte in eight).
+        let (mut gear, mut block_min) = (self.gear, self.block_min);
+        let mut position = start;
+        for &b in bytes {
+            gear = (gear << 1).wrapping_add(GEAR[b as usize]);
+            position += 1;
+            let key = gear & chunk_mask;
+            // Content-defined anchors: one position in 2^ANCHOR_BITS, by the chunk's content.
+            if (gear >> anchor_shift) & anchor_mask == 0 {
+                self.anchor(key, position);
+            }
+            // And the smallest chunk of each aligned block of BLOCK positions: a short period
+            // (whose few chunks may hold no content anchor) puts the same smallest chunk in
+            // every block, a multiple of the period apart.
+            let smaller = key < block_min.0;
+            block_min.0 = if smaller { key } else { block_min.0 };
+            block_min.1 = if smaller { position } else { block_min.1 };
+            if position.is_multiple_of(BLOCK) {
+                let (key, at) = std::mem::replace(&mut block_min, (u64::MAX, 0));
+                self.anchor(key ^ BLOCK_SALT, at);
+            }
+        }
+        (self.gear, self.block_min) = (gear, block_min);
+        self.track_lines(bytes);
+        let found = self.verify(start);
+        if let Some(found) = &found {
+            self.fired = true;
+            // Cut on a character boundary of what was fed.
+            let mut keep = found.keep;
+            while keep > self.base && !self.is_boundary(keep) {
+                keep -= 1;
+            }
+            return Some(Repetition { keep, ..*found });
+        }
+        self.trim();
+        None
+    }
+
+    fn byte(&self, at: u64) -> u8 {
+        self.buffer[(at - self.base) as usize]
+    }
+
+    fn is_boundary(&self, at: u64) -> bool {
+        at >= self.seen() || (self.byte(at) & 0xC0) != 0x80
+    }
+
+    /// An anchor chunk ending at `position`: proposes the period since its last sighting.
+    fn anchor(&mut self, key: u64, position: u64) {
+        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize;
+        let (last_key, last_position) = self.anchors[slot];
+        self.anchors[slot] = (key, position);
+        if last_key != key || last_position == 0 {
+            return;
+        }
+        let period = position - last_position;
+        if period == 0 || period > self.max_period || self.candidates.iter().any(|c| c.period == period) {
+            return;
+        }
+        // The run starts here for now; once it has held for a whole period, how far back it
+        // already went is looked up (most proposals in ordinary text die before that).
+        let run_start = position;
+        let free = self.candidates.iter().position(|c| c.period == 0);
+        // Else replace the candidate with the shortest run.
+        let slot = free
+            .unwrap_or_else(|| (0..CANDIDATES).max_by_key(|&i| self.candidates[i].run_start).unwrap_or(0));
+        let relaxed = self.arguments || self.in_fence || self.table_line;
+        self.candidates[slot] = Candidate { period, run_start, relaxed, extended: false };
+    }
+
+    /// How many bytes before `position` equal the bytes `period` before them (at most
+    /// `limit`, and within the buffer): eight bytes at a time, then one by one.
+    fn matching_back(&self, position: u64, period: u64, limit: u64) -> u64 {
+        let end = (position - self.base) as usize;
+        let period = period as usize;
+        if end <= period {
+            return 0;
+        }
+        let limit = (limit as usize).min(end - period);
+        let (text, mut n) = (&self.buffer[..end], 0usize);
+        while n + 8 <= limit && text[end - n - 8..end - n] == text[end - n - 8 - period..end - n - period] {
+            n += 8;
+        }
+        while n < limit && text[end - n - 1] == text[end - n - 1 - period] {
+            n += 1;
+        }
+        n as u64
+    }
+
+    /// Bytes of periodic text that make it degenerate (four times more in code and tables).
+    fn needed_as(&self, period: u64, relaxed: bool) -> u64 {
+        let factor = if relaxed { RELAXED } else { 1 };
+        ((self.repeat_count - 1) * period).max(self.repeat_count * u64::from(self.chunk)) * factor
+    }
+
+    /// The smallest period of the text `[from, end)` that divides `period` (a block's smallest
+    /// chunk proposes a multiple of a short period), and where the text began to follow it.
+    fn smallest_period(&self, period: u64, run_start: u64, end: u64) -> (u64, u64) {
+        let from = run_start.max(self.base);
+        for d in (1..period).filter(|d| period.is_multiple_of(*d)) {
+            if from < self.base + d || (from..end).any(|i| self.byte(i) != self.byte(i - d)) {
+                continue;
+            }
+            return (d, from - self.matching_back(from, d, u64::MAX));
+        }
+        (period, run_start)
+    }
+
+    /// Checks each candidate period over the bytes from `from` on.
+    fn verify(&mut self, from: u64) -> Option<Repetition> {
+        let end = self.seen();
+        for i in 0..CANDIDATES {
+            let Candidate { period, mut run_start, relaxed, mut extended } = self.candidates[i];
+            if period == 0 {
+                continue;
+            }
+            let needed = self.needed_as(period, relaxed);
+            // Compare each new byte with the byte one period back.
+            let mut at = from.max(run_start).max(self.base + period);
+            while at < end {
+                // Eight bytes at a time while they match.
+                let (a, b) = ((at - self.base) as usize, (at - period - self.base) as usize);
+                if at + 8 <= end && self.buffer[a..a + 8] == self.buffer[b..b + 8] {
+                    at += 8;
+                } else if self.buffer[a] == self.buffer[b] {
+                    at += 1;
+                } else {
+                    // The text stopped repeating: the period is dropped (an anchor proposes it
+                    // again if the text goes back to it).
+                    run_start = u64::MAX;
+                    break;
+                }
+                if !extended && at - run_start >= period {
+                    // Held for a whole period: find where it began (bounded by what it needs).
+                    extended = true;
+                    let back = needed.min(run_start.saturating_sub(self.base));
+                    run_start -= self.matching_back(run_start, period, back);
+                }
+                if at - run_start >= needed {
+                    let (period, run_start) = self.smallest_period(period, run_start, at);
+                    let repeats = ((at - run_start) / period + 1) as u32;
+                    return Some(Repetition { keep: run_start, period: period as u32, repeats, seen: end });
+                }
+            }
+            self.candidates[i] = if run_start == u64::MAX {
+                Candidate::default()
+            } else {
+                Candidate { run_start, extended, ..self.candidates[i] }
+            };
+        }
+        None
+    }
+
+    /// Follows code fences (``` or ~~~ opening a line) and table rows (`|` opening a line).
+    fn track_lines(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        loop {
+            // The start of the current line, up to three bytes.
+            while self.line_head_len < 3 {
+                let Some((&b, tail)) = rest.split_first() else { return };
+                if b == b'\n' {
+                    break;
+                }
+                self.line_head[self.line_head_len as usize] = b;
+                self.line_head_len += 1;
+                if self.line_head_len == 1 {
+                    self.table_line = b == b'|';
+                }
+                if self.line_head_len == 3 && matches!(&self.line_head, b"```" | b"~~~") {
+                    self.in_fence = !self.in_fence;
+                }
+                rest = tail;
+            }
+            match memchr::memchr(b'\n', rest) {
+                Some(at) => {
+                    rest = &rest[at + 1..];
+                    self.line_head_len = 0;
+                    self.table_line = false;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Keeps at most `2 × max_period` bytes (amortised: half is dropped at a time).
+    fn trim(&mut self) {
+        let keep = 2 * self.max_period as usize;
+        if self.buffer.len() > 2 * keep {
+            let drop = self.buffer.len() - keep;
+            self.buffer.drain(..drop);
+            self.base += drop as u64;
+        }
+    }
+}
+
+/// The gear table: a fixed pseudo-random 64-bit value per byte (splitmix64 of the byte), so
+/// anchors fall at the same content in every process.
+static GEAR: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut z = (i as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        table[i] = z ^ (z >> 31);
+        i += 1;
+    }
+    table
+};
+
+#[cfg(test)]
+mod tests;
