@@ -9,6 +9,7 @@ use std::process::Command;
 const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-loop-core", "engine_turn", &["--features", "testkit"]),
     ("looprail-guardrails", "observe_call", &[]),
+    ("looprail-guardrails", "repetition", &[]),
     ("looprail-rag-dedup", "seen_checks", &[]),
     ("looprail-providers", "sse_parse", &[]),
     ("looprail-compaction", "counting", &[]),
@@ -50,6 +51,18 @@ const FIGURES: &[Figure] = &[
         path: "observe_call/default_stack_per_call/100",
         limit_ns: 2_000.0,
         target: "<= 2 µs",
+    },
+    Figure {
+        name: "degenerate-reply detector, 1 MiB in 32-byte deltas",
+        path: "repetition/detector_per_mib/32",
+        limit_ns: 2_097_152.0,
+        target: ">= 500 MB/s",
+    },
+    Figure {
+        name: "degenerate-reply detector, 1 MiB in 4 KiB pieces",
+        path: "repetition/detector_per_mib/4096",
+        limit_ns: 2_097_152.0,
+        target: ">= 500 MB/s",
     },
     Figure {
         name: "guardrails per call, after 10,000 calls",

@@ -9,10 +9,10 @@
 //!
 //! How, in O(1) amortised per byte with bounded memory:
 //! - a rolling (gear) hash over the last `chunk_bytes` bytes marks *anchors*: content-defined
-//!   ones (about one every 16 bytes) and the smallest chunk of every block of 16 positions (a
-//!   short period's few chunks may hold no content anchor, but put the same smallest chunk in
-//!   every block); an anchor whose chunk was seen `d` bytes earlier (within `max_period`)
-//!   proposes the period `d`;
+//!   ones (about one every 32 bytes), and the chunk ending every block of 16 positions (a short
+//!   period's few chunks may hold no content anchor, but it brings a block's last chunk back a
+//!   multiple of the period later); an anchor whose chunk was seen `d` bytes earlier (within
+//!   `max_period`) proposes the period `d`;
 //! - each proposed period (a few at a time) is then *verified* byte by byte against the text `d`
 //!   bytes back, kept in a buffer of at most `2 × max_period` bytes: only text that really is
 //!   periodic counts, never a hash match alone;
@@ -113,11 +113,13 @@ const CANDIDATES: usize = 4;
 /// Anchor table slots (a power of two).
 const SLOTS: usize = 256;
 /// Content anchors are about one in 2^ANCHOR_BITS positions.
-const ANCHOR_BITS: u32 = 4;
-/// Positions of the aligned blocks whose smallest chunk is an anchor too.
+const ANCHOR_BITS: u32 = 5;
+/// Positions of the aligned blocks whose last chunk is an anchor too.
 const BLOCK: u64 = 16;
-/// Keeps a block's smallest chunk apart from the same chunk as a content anchor in the table.
+/// Keeps a block's last chunk apart from the same chunk as a content anchor in the table.
 const BLOCK_SALT: u64 = 0x5bd1_e995_0000_0001;
+/// Bytes read at a time from a stream of small pieces.
+const BATCH: u64 = 128;
 /// Code blocks, tables and tool arguments need this many times the repeats.
 const RELAXED: u64 = 4;
 
@@ -145,16 +147,14 @@ pub struct RepetitionDetector {
     buffer: Vec<u8>,
     base: u64,
     gear: u64,
-    /// The current block's smallest chunk and where it ends.
-    block_min: (u64, u64),
+    /// Bytes the hash has read (the rest waits for a batch).
+    scanned: u64,
+    /// The anchors of the batch being read.
+    pending: Vec<(u64, u64, bool)>,
     anchors: Box<[(u64, u64)]>,
     candidates: [Candidate; CANDIDATES],
-    /// Line structure: inside a code fence; the current line is a table row; bytes of the
-    /// current line's start seen (up to 3).
-    in_fence: bool,
-    table_line: bool,
-    line_head: [u8; 3],
-    line_head_len: u8,
+    /// Line structure: code fences and table rows.
+    lines: LineState,
     fired: bool,
 }
 
@@ -170,13 +170,11 @@ impl RepetitionDetector {
             buffer: Vec::new(),
             base: 0,
             gear: 0,
-            block_min: (u64::MAX, 0),
+            scanned: 0,
+            pending: Vec::new(),
             anchors: vec![(0, 0); SLOTS].into_boxed_slice(),
             candidates: [Candidate::default(); CANDIDATES],
-            in_fence: false,
-            table_line: false,
-            line_head: [0; 3],
-            line_head_len: 0,
+            lines: LineState::default(),
             fired: false,
         }
     }
@@ -192,38 +190,29 @@ impl RepetitionDetector {
         if self.fired || text.is_empty() {
             return None;
         }
-        let bytes = text.as_bytes();
-        let start = self.seen();
-        self.buffer.extend_from_slice(bytes);
-        // Anchors: the rolling hash over the new bytes.
-        let chunk_mask = if self.chunk == 64 { u64::MAX } else { (1u64 << self.chunk) - 1 };
-        let anchor_shift = self.chunk - ANCHOR_BITS;
-        let anchor_mask = (1u64 << ANCHOR_BITS) - 1;
-        // The hash and the block's smallest chunk live in locals: the loop keeps them in
-        // registers, and leaves it only for an anchor (about one byte in eight).
-        let (mut gear, mut block_min) = (self.gear, self.block_min);
-        let mut position = start;
-        for &b in bytes {
-            gear = (gear << 1).wrapping_add(GEAR[b as usize]);
-            position += 1;
-            let key = gear & chunk_mask;
-            // Content-defined anchors: one position in 2^ANCHOR_BITS, by the chunk's content.
-            if (gear >> anchor_shift) & anchor_mask == 0 {
-                self.anchor(key, position);
-            }
-            // And the smallest chunk of each aligned block of BLOCK positions: a short period
-            // (whose few chunks may hold no content anchor) puts the same smallest chunk in
-            // every block, a multiple of the period apart.
-            let smaller = key < block_min.0;
-            block_min.0 = if smaller { key } else { block_min.0 };
-            block_min.1 = if smaller { position } else { block_min.1 };
-            if position.is_multiple_of(BLOCK) {
-                let (key, at) = std::mem::replace(&mut block_min, (u64::MAX, 0));
-                self.anchor(key ^ BLOCK_SALT, at);
-            }
+        self.buffer.extend_from_slice(text.as_bytes());
+        // Small pieces (a stream's deltas are a few bytes) are read BATCH bytes at a time: the
+        // work per piece stays small, and a repetition is found at most BATCH bytes later.
+        if self.seen() - self.scanned < BATCH {
+            return None;
         }
-        (self.gear, self.block_min) = (gear, block_min);
-        self.track_lines(bytes);
+        self.read_pending()
+    }
+
+    /// Reads what is still pending of a text that has ended (a complete reply): the repetition,
+    /// if the text degenerated in its last bytes.
+    pub fn finish(&mut self) -> Option<Repetition> {
+        if self.fired || self.seen() == self.scanned {
+            return None;
+        }
+        self.read_pending()
+    }
+
+    fn read_pending(&mut self) -> Option<Repetition> {
+        let start = self.scanned;
+        self.lines.track(&self.buffer[(start - self.base) as usize..]);
+        self.scan(start);
+        self.scanned = self.seen();
         let found = self.verify(start);
         if let Some(found) = &found {
             self.fired = true;
@@ -238,6 +227,45 @@ impl RepetitionDetector {
         None
     }
 
+    /// Runs the rolling hash over the bytes from `start` on, proposing a period at each anchor.
+    fn scan(&mut self, start: u64) {
+        let chunk_mask = if self.chunk == 64 { u64::MAX } else { (1u64 << self.chunk) - 1 };
+        let anchor_shift = self.chunk - ANCHOR_BITS;
+        let anchor_mask = (1u64 << ANCHOR_BITS) - 1;
+        // The anchors are gathered first (the buffer is read meanwhile), then proposed. The hash
+        // lives in a local; the text is taken block by block, aligned on BLOCK positions, so no
+        // position is counted per byte.
+        let mut anchors = std::mem::take(&mut self.pending);
+        anchors.clear();
+        let bytes = &self.buffer[(start - self.base) as usize..];
+        let mut gear = self.gear;
+        let mut i = 0;
+        while i < bytes.len() {
+            let position = start + i as u64;
+            let block_end = (i + (BLOCK - position % BLOCK) as usize).min(bytes.len());
+            for (k, &b) in bytes[i..block_end].iter().enumerate() {
+                gear = (gear << 1).wrapping_add(GEAR[b as usize]);
+                // Content-defined anchors: one position in 2^ANCHOR_BITS, by the chunk's content.
+                if (gear >> anchor_shift) & anchor_mask == 0 {
+                    anchors.push((gear & chunk_mask, position + k as u64 + 1, false));
+                }
+            }
+            i = block_end;
+            // And the chunk ending each block: a short period (whose few chunks may hold no
+            // content anchor) brings the same chunk back at a block's end a multiple of the
+            // period later (their least common multiple).
+            let position = start + i as u64;
+            if position.is_multiple_of(BLOCK) {
+                anchors.push(((gear & chunk_mask) ^ BLOCK_SALT, position, true));
+            }
+        }
+        self.gear = gear;
+        for &(key, position, block_end) in &anchors {
+            self.anchor(key, position, block_end);
+        }
+        self.pending = anchors;
+    }
+
     fn byte(&self, at: u64) -> u8 {
         self.buffer[(at - self.base) as usize]
     }
@@ -246,16 +274,26 @@ impl RepetitionDetector {
         at >= self.seen() || (self.byte(at) & 0xC0) != 0x80
     }
 
-    /// An anchor chunk ending at `position`: proposes the period since its last sighting.
-    fn anchor(&mut self, key: u64, position: u64) {
+    /// An anchor chunk ending at `position` (at a block's end, or by its content): proposes the
+    /// period since its last sighting.
+    fn anchor(&mut self, key: u64, position: u64, block_end: bool) {
         let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize;
         let (last_key, last_position) = self.anchors[slot];
         self.anchors[slot] = (key, position);
         if last_key != key || last_position == 0 {
             return;
         }
-        let period = position - last_position;
-        if period == 0 || period > self.max_period || self.candidates.iter().any(|c| c.period == period) {
+        let mut period = position - last_position;
+        if period == 0 || period > self.max_period {
+            return;
+        }
+        if block_end {
+            // A block's last chunk comes back a multiple (the least common multiple with the
+            // block) of a short period later: the period is the smallest the last `period`
+            // bytes follow.
+            period = self.smallest_period(period, position - period, position).0;
+        }
+        if self.candidates.iter().any(|c| c.period == period) {
             return;
         }
         // The run starts here for now; once it has held for a whole period, how far back it
@@ -265,7 +303,7 @@ impl RepetitionDetector {
         // Else replace the candidate with the shortest run.
         let slot = free
             .unwrap_or_else(|| (0..CANDIDATES).max_by_key(|&i| self.candidates[i].run_start).unwrap_or(0));
-        let relaxed = self.arguments || self.in_fence || self.table_line;
+        let relaxed = self.arguments || self.lines.in_fence || self.lines.table_line;
         self.candidates[slot] = Candidate { period, run_start, relaxed, extended: false };
     }
 
@@ -298,7 +336,12 @@ impl RepetitionDetector {
     /// chunk proposes a multiple of a short period), and where the text began to follow it.
     fn smallest_period(&self, period: u64, run_start: u64, end: u64) -> (u64, u64) {
         let from = run_start.max(self.base);
-        for d in (1..period).filter(|d| period.is_multiple_of(*d)) {
+        // The divisors below `period`, smallest first: up to its square root, then their
+        // co-divisors.
+        let root = period.isqrt();
+        let small = (1..=root).filter(|d| period.is_multiple_of(*d));
+        let large = (1..=root).rev().filter(|d| period.is_multiple_of(*d)).map(|d| period / d);
+        for d in small.chain(large).filter(|d| *d < period) {
             if from < self.base + d || (from..end).any(|i| self.byte(i) != self.byte(i - d)) {
                 continue;
             }
@@ -311,11 +354,11 @@ impl RepetitionDetector {
     fn verify(&mut self, from: u64) -> Option<Repetition> {
         let end = self.seen();
         for i in 0..CANDIDATES {
-            let Candidate { period, mut run_start, relaxed, mut extended } = self.candidates[i];
+            let Candidate { mut period, mut run_start, relaxed, mut extended } = self.candidates[i];
             if period == 0 {
                 continue;
             }
-            let needed = self.needed_as(period, relaxed);
+            let mut needed = self.needed_as(period, relaxed);
             // Compare each new byte with the byte one period back.
             let mut at = from.max(run_start).max(self.base + period);
             while at < end {
@@ -332,13 +375,18 @@ impl RepetitionDetector {
                     break;
                 }
                 if !extended && at - run_start >= period {
-                    // Held for a whole period: find where it began (bounded by what it needs).
+                    // Held for a whole period: its smallest period (a block's last chunk comes
+                    // back a multiple of a short period later), and where it began.
                     extended = true;
+                    (period, run_start) = self.smallest_period(period, run_start, at);
+                    needed = self.needed_as(period, relaxed);
                     let back = needed.min(run_start.saturating_sub(self.base));
                     run_start -= self.matching_back(run_start, period, back);
                 }
                 if at - run_start >= needed {
                     let (period, run_start) = self.smallest_period(period, run_start, at);
+                    // Where the repetition began, however far back (within the buffer).
+                    let run_start = run_start - self.matching_back(run_start, period, u64::MAX);
                     let repeats = ((at - run_start) / period + 1) as u32;
                     return Some(Repetition { keep: run_start, period: period as u32, repeats, seen: end });
                 }
@@ -346,14 +394,36 @@ impl RepetitionDetector {
             self.candidates[i] = if run_start == u64::MAX {
                 Candidate::default()
             } else {
-                Candidate { run_start, extended, ..self.candidates[i] }
+                Candidate { period, run_start, relaxed, extended }
             };
         }
         None
     }
 
+    /// Keeps at most `2 × max_period` bytes (amortised: half is dropped at a time).
+    fn trim(&mut self) {
+        let keep = 2 * self.max_period as usize;
+        if self.buffer.len() > 2 * keep {
+            let drop = self.buffer.len() - keep;
+            self.buffer.drain(..drop);
+            self.base += drop as u64;
+        }
+    }
+}
+
+/// Where the text stands in its lines: inside a code fence, on a table row, and the first
+/// bytes of the current line (up to 3).
+#[derive(Debug, Clone, Default)]
+struct LineState {
+    in_fence: bool,
+    table_line: bool,
+    line_head: [u8; 3],
+    line_head_len: u8,
+}
+
+impl LineState {
     /// Follows code fences (``` or ~~~ opening a line) and table rows (`|` opening a line).
-    fn track_lines(&mut self, bytes: &[u8]) {
+    fn track(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
         loop {
             // The start of the current line, up to three bytes.
@@ -380,16 +450,6 @@ impl RepetitionDetector {
                 }
                 None => return,
             }
-        }
-    }
-
-    /// Keeps at most `2 × max_period` bytes (amortised: half is dropped at a time).
-    fn trim(&mut self) {
-        let keep = 2 * self.max_period as usize;
-        if self.buffer.len() > 2 * keep {
-            let drop = self.buffer.len() - keep;
-            self.buffer.drain(..drop);
-            self.base += drop as u64;
         }
     }
 }
