@@ -53,6 +53,10 @@ pub struct ConversationState {
     /// calls and reasoning alike): the guards read the referenced calls from here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reply_items: Vec<serde_json::Value>,
+    /// The last reply was cut for repeating itself (B14): the guards hear of it with the
+    /// client's next request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub degenerate_reply: bool,
 }
 
 impl ConversationState {
@@ -208,6 +212,26 @@ impl Gate {
                     state.counters.turns += 1;
                     state.counters.iterations += 1;
                     let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+                    if std::mem::take(&mut state.degenerate_reply) {
+                        // The reply the gateway cut for repeating itself: the ladder climbs.
+                        let response = ModelResponse {
+                            text: message.joined_text(),
+                            tool_calls: Vec::new(),
+                            stop_reason: StopReason::Degenerate,
+                            usage: None,
+                            model: String::new(),
+                            id: None,
+                        };
+                        let view = TurnView {
+                            counters: &state.counters,
+                            messages: &new[..=i],
+                            config: &self.config,
+                            elapsed,
+                        };
+                        for guard in &mut stack {
+                            self.take(guard.after_response(&view, &response), tools, &mut outcome);
+                        }
+                    }
                     if calls.is_empty() {
                         continue;
                     }
@@ -269,6 +293,12 @@ impl Gate {
                 Verdict::Forward { instructions: outcome.instructions, force_tool: outcome.force_tool }
             }
         }
+    }
+
+    /// A watch for the next reply (B14), when degenerate replies are watched.
+    pub fn reply_watch(&self) -> Option<Box<dyn looprail_loop_core::watch::ReplyWatch>> {
+        let config = &self.guardrails.degenerate_reply;
+        config.enabled.then(|| Box::new(looprail_guardrails::DegenerateWatch::new(config)) as Box<_>)
     }
 
     /// Counts an upstream reply's tokens (they are spent whether or not the client keeps it).

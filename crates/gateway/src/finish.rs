@@ -29,6 +29,10 @@ impl Gateway {
     ) -> Response<Body> {
         let id = done.state.id.clone();
         let reader = crate::relay::Reader::new(done.api, model);
+        let reader = match self.gate.reply_watch() {
+            Some(watch) => reader.with_watch(watch),
+            None => reader,
+        };
         let upstream = Box::pin(response.bytes_stream());
         let start = (upstream, Some((reader, done, Arc::clone(self))));
         let events = futures_util::stream::unfold(start, |(mut upstream, open)| async move {
@@ -36,6 +40,15 @@ impl Gateway {
             match futures_util::StreamExt::next(&mut upstream).await {
                 Some(Ok(bytes)) => {
                     reader.feed(&bytes);
+                    if let Some((end, received)) = reader.cut() {
+                        // The reply repeats itself (B14): the client gets what arrived and an
+                        // end as by the output limit; the upstream's body is dropped here, so
+                        // the model stops generating.
+                        gateway.cut(done, received).await;
+                        let mut out = bytes.to_vec();
+                        out.extend_from_slice(end.as_bytes());
+                        return Some((Ok(Bytes::from(out)), (upstream, None)));
+                    }
                     if !reader.is_done() {
                         return Some((
                             Ok::<Bytes, std::io::Error>(bytes),
@@ -64,6 +77,14 @@ impl Gateway {
         let mut response = reply(200, "text/event-stream", Body::from_stream(events), Some(&id));
         response.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
         response
+    }
+
+    /// Stores a reply cut for repeating itself: as the client has it, the conversation's guards
+    /// told to climb the ladder with its next request.
+    pub(crate) async fn cut(&self, mut done: Done, received: Message) {
+        tracing::info!(name: "agent.reply.degenerate", target: "looprail", conversation = %done.state.id, "gateway cut a reply that repeated itself");
+        done.state.degenerate_reply = true;
+        self.finish(done, Some(received), (0, 0), Replied::default()).await;
     }
 
     /// Ends a relayed stream: stores what the reply it carried changed, or, when it ended early,

@@ -4,20 +4,29 @@
 //! stream that breaks is ended with the API's own error event, never left hanging.
 
 use looprail_loop_core::message::Message;
-use looprail_loop_core::provider::ModelResponse;
+use looprail_loop_core::provider::{ModelResponse, StreamEvent};
+use looprail_loop_core::watch::{Degenerated, ReplyWatch};
 use looprail_providers::sse::{SseParser, Step};
 
 use crate::wire::Api;
+use crate::wire::cut::StreamSoFar;
 use crate::wire::responses::StreamParser;
 
 /// Splits SSE bytes into events and feeds them to the API's parser.
 pub struct Reader {
+    api: Api,
     parser: Parser,
     buffer: Vec<u8>,
     /// How much of `buffer` is known to hold no event end (so each byte is scanned about
     /// once, however small the pieces an event arrives in).
     scanned: usize,
     done: Option<Result<ModelResponse, String>>,
+    /// Reads the reply as it comes, for a degenerate one (B14).
+    watch: Option<Box<dyn ReplyWatch>>,
+    /// Set once the reply degenerated: the stream is to be ended.
+    degenerated: Option<Degenerated>,
+    /// What the stream showed so far, for the events that end it early.
+    so_far: StreamSoFar,
 }
 
 /// The most an event may hold before the stream is taken for broken (the largest real ones,
@@ -51,7 +60,58 @@ impl Reader {
             }
             Api::Responses => Parser::Responses(StreamParser::new(model)),
         };
-        Self { parser, buffer: Vec::new(), scanned: 0, done: None }
+        Self {
+            api,
+            parser,
+            buffer: Vec::new(),
+            scanned: 0,
+            done: None,
+            watch: None,
+            degenerated: None,
+            so_far: StreamSoFar::default(),
+        }
+    }
+
+    /// Reads the reply with `watch` as it comes: once it degenerates, [`Reader::degenerated`]
+    /// says so and the relay ends the stream.
+    #[must_use]
+    pub fn with_watch(mut self, watch: Box<dyn ReplyWatch>) -> Self {
+        self.watch = Some(watch);
+        self
+    }
+
+    /// Whether the reply degenerated (B14).
+    pub fn degenerated(&self) -> Option<Degenerated> {
+        self.degenerated
+    }
+
+    /// For a reply that degenerated: the events that end its stream now, and the reply the
+    /// client has (its text as received, its calls dropped, as the end says).
+    pub fn cut(&self) -> Option<(String, Message)> {
+        self.degenerated?;
+        let text = Some(self.so_far.text.clone()).filter(|t| !t.is_empty());
+        Some((self.so_far.end(self.api), Message::assistant_with_calls(text, Vec::new())))
+    }
+
+    /// The deltas of one event: the text the client receives, read by the watch.
+    fn deltas(&mut self, deltas: Vec<StreamEvent>) {
+        for delta in deltas {
+            let found = match delta {
+                StreamEvent::TextDelta(text) => {
+                    self.so_far.text.push_str(&text);
+                    self.watch.as_mut().and_then(|w| w.text(&text))
+                }
+                StreamEvent::ToolCallDelta { index, arguments, .. } => {
+                    self.watch.as_mut().and_then(|w| w.arguments(index, &arguments))
+                }
+                StreamEvent::Finished(_) => None,
+            };
+            if let Some(found) = found {
+                self.degenerated.get_or_insert(found);
+                // The rest of what arrived is the client's too, but no longer watched.
+                self.watch = None;
+            }
+        }
     }
 
     /// Reads the next bytes of the stream.
@@ -87,8 +147,11 @@ impl Reader {
             if data.is_empty() {
                 continue;
             }
-            if let Step::Done(result) = self.parser.get().event(&name, &data.join("\n")) {
-                self.done = Some(result.map_err(|e| e.to_string()));
+            let data = data.join("\n");
+            self.so_far.observe(self.api, &name, &data);
+            match self.parser.get().event(&name, &data) {
+                Step::Done(result) => self.done = Some(result.map_err(|e| e.to_string())),
+                Step::Continue(deltas) => self.deltas(deltas),
             }
         }
     }

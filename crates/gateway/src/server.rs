@@ -285,7 +285,25 @@ impl Gateway {
         if relay && is_stream {
             return self.relay(done, &model, response);
         }
-        let answer = crate::upstream::read_json(api, response).await;
+        let mut answer = crate::upstream::read_json(api, response).await;
+        // A reply that repeats itself (B14) is cut to its first copy, as by the output limit.
+        if let (Some(mut watch), Some(message)) = (self.gate.reply_watch(), api.reply_message(&answer)) {
+            let text = message.joined_text().unwrap_or_default();
+            let found = watch.text(&text).or_else(|| {
+                message.tool_calls().enumerate().find_map(|(i, call)| watch.arguments(i, &call.arguments))
+            });
+            if let Some(found) = found {
+                let keep = match found.part {
+                    looprail_loop_core::watch::WatchedPart::Text => {
+                        looprail_loop_core::watch::cut(&text, found.keep)
+                    }
+                    looprail_loop_core::watch::WatchedPart::Arguments { .. } => text.as_str(),
+                };
+                tracing::info!(name: "agent.reply.degenerate", target: "looprail", conversation = %done.state.id, period = found.period, "gateway cut a reply that repeated itself");
+                crate::wire::cut::cut_reply(api, &mut answer, keep);
+                done.state.degenerate_reply = true;
+            }
+        }
         let id = done.state.id.clone();
         let (input, output) = api.usage(&answer);
         let outcome = Replied::of(api, &answer);

@@ -7,6 +7,7 @@ use looprail_loop_core::message::Message;
 use serde_json::Value;
 
 pub mod anthropic;
+pub mod cut;
 pub mod openai;
 pub mod responses;
 

@@ -199,6 +199,19 @@ impl looprail_providers::sse::SseParser for StreamParser {
                 let message = message.and_then(Value::as_str).unwrap_or("the response failed").to_owned();
                 Step::Done(Err(ProviderError::new(ProviderErrorKind::Other, message)))
             }
+            // The text and the arguments as they come, for a watch of the reply (B14).
+            "response.output_text.delta" => {
+                let delta = event["delta"].as_str().unwrap_or_default().to_owned();
+                Step::Continue(vec![looprail_loop_core::provider::StreamEvent::TextDelta(delta)])
+            }
+            "response.function_call_arguments.delta" => {
+                Step::Continue(vec![looprail_loop_core::provider::StreamEvent::ToolCallDelta {
+                    index: event["output_index"].as_u64().unwrap_or(0) as usize,
+                    id: None,
+                    name: None,
+                    arguments: event["delta"].as_str().unwrap_or_default().to_owned(),
+                }])
+            }
             _ => Step::Continue(Vec::new()),
         }
     }

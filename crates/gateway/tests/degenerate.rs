@@ -1,0 +1,248 @@
+//! Issue 35 through the gateway: an upstream whose reply falls into repeating one block, on
+//! each API, streamed and not. A streamed reply is cut within a few copies: the client gets
+//! what arrived and a well-formed end (as each API ends a reply cut by its output limit), long
+//! before the upstream would have finished; a complete one is cut to its first copy. The next
+//! request of the conversation carries the ladder's nudge.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use looprail_gateway::{Api, GatewayConfig};
+use looprail_providers::fake::{FakeServer, Reply};
+use serde_json::{Value, json};
+
+const COPIES: usize = 2000;
+
+/// 120 characters with no period of their own.
+fn block() -> String {
+    (0..120u64).map(|i| (b'a' + (i.wrapping_mul(0x9e37_79b9) >> 7) as u8 % 26) as char).collect()
+}
+
+fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// The chanting reply as the API streams it, one copy of the block a delta.
+fn chant_stream(api: Api) -> Vec<String> {
+    let copy = block();
+    let mut out = Vec::new();
+    match api {
+        Api::OpenAi => {
+            let chunk = |delta: Value, finish: Value| {
+                format!(
+                    "data: {}\n\n",
+                    json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                )
+            };
+            out.push(chunk(json!({"role": "assistant", "content": ""}), Value::Null));
+            out.extend((0..COPIES).map(|_| chunk(json!({"content": copy}), Value::Null)));
+            out.push(chunk(json!({}), json!("stop")));
+            out.push("data: [DONE]\n\n".into());
+        }
+        Api::Anthropic => {
+            out.push(event("message_start", json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                "model": "c", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}})));
+            out.push(event("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
+            out.extend((0..COPIES).map(|_| {
+                event("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": copy}}))
+            }));
+            out.push(event("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
+            out.push(event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 5}})));
+            out.push(event("message_stop", json!({"type": "message_stop"})));
+        }
+        Api::Responses => {
+            let response = json!({"id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress", "model": "m", "output": [],
+                "parallel_tool_calls": true, "tool_choice": "auto", "tools": []});
+            let item = json!({"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant", "content": []});
+            out.push(event(
+                "response.created",
+                json!({"type": "response.created", "sequence_number": 0, "response": response}),
+            ));
+            out.push(event("response.output_item.added", json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item})));
+            out.push(event("response.content_part.added", json!({"type": "response.content_part.added", "sequence_number": 2, "item_id": "msg_1",
+                "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})));
+            out.extend((0..COPIES).map(|k| {
+                event("response.output_text.delta", json!({"type": "response.output_text.delta", "sequence_number": 3 + k,
+                    "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": copy, "logprobs": []}))
+            }));
+        }
+    }
+    out
+}
+
+/// The whole chanting reply, as a complete JSON answer.
+fn chant_json(api: Api) -> Value {
+    let text = block().repeat(COPIES);
+    match api {
+        Api::OpenAi => json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}),
+        Api::Anthropic => {
+            json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "c", "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}})
+        }
+        Api::Responses => {
+            json!({"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m",
+            "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}], "parallel_tool_calls": true, "tool_choice": "auto", "tools": []})
+        }
+    }
+}
+
+fn path(api: Api) -> &'static str {
+    match api {
+        Api::OpenAi => "/v1/chat/completions",
+        Api::Anthropic => "/v1/messages",
+        Api::Responses => "/v1/responses",
+    }
+}
+
+/// The client's first request, and the next one with the reply it received.
+fn request(api: Api, stream: bool, reply: Option<&str>) -> Value {
+    let mut history = vec![json!({"role": "user", "content": "Quote the report."})];
+    if let Some(reply) = reply {
+        history.push(json!({"role": "assistant", "content": reply}));
+        history.push(json!({"role": "user", "content": "And now?"}));
+    }
+    match api {
+        Api::Responses => json!({"model": "m", "stream": stream, "input": history}),
+        _ => json!({"model": "m", "max_tokens": 100, "stream": stream, "messages": history}),
+    }
+}
+
+/// What the client read of a streamed reply: its text, and how the stream ended.
+fn read_stream(api: Api, body: &str) -> (String, String) {
+    let mut text = String::new();
+    let mut end = String::new();
+    for data in body.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        if data == "[DONE]" {
+            end.push_str("[DONE]");
+            continue;
+        }
+        let event: Value = serde_json::from_str(data).unwrap();
+        match api {
+            Api::OpenAi => {
+                text.push_str(
+                    event.pointer("/choices/0/delta/content").and_then(Value::as_str).unwrap_or_default(),
+                );
+                if let Some(reason) = event.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
+                    end.push_str(reason);
+                }
+            }
+            Api::Anthropic => {
+                text.push_str(event.pointer("/delta/text").and_then(Value::as_str).unwrap_or_default());
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    end.push_str(reason);
+                }
+                if event["type"] == "message_stop" {
+                    end.push_str("+stop");
+                }
+            }
+            Api::Responses => {
+                if event["type"] == "response.output_text.delta" {
+                    text.push_str(event["delta"].as_str().unwrap_or_default());
+                }
+                if event["type"] == "response.incomplete" {
+                    end.push_str(
+                        event
+                            .pointer("/response/incomplete_details/reason")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?"),
+                    );
+                }
+            }
+        }
+    }
+    (text, end)
+}
+
+async fn case(api: Api, stream: bool) {
+    let upstream = FakeServer::responding(move |body| {
+        if body.to_string().contains("[looprail]") {
+            let answer = match api {
+                Api::OpenAi => json!({"id": "c2", "object": "chat.completion", "created": 1, "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Section two."}}]}),
+                Api::Anthropic => json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "c", "content": [{"type": "text", "text": "Section two."}],
+                    "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}}),
+                Api::Responses => json!({"id": "resp_2", "object": "response", "created_at": 1, "status": "completed", "model": "m",
+                    "output": [{"type": "message", "id": "msg_2", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "Section two.", "annotations": []}]}],
+                    "parallel_tool_calls": true, "tool_choice": "auto", "tools": []}),
+            };
+            return Reply::json(200, &answer.to_string());
+        }
+        if body["stream"].as_bool() == Some(true) {
+            Reply::Sse { chunks: chant_stream(api), pause: Duration::from_millis(2), break_at_end: false }
+        } else {
+            Reply::json(200, &chant_json(api).to_string())
+        }
+    })
+    .await;
+    let mut settings = GatewayConfig::default();
+    settings.upstream.openai = upstream.url.clone();
+    settings.upstream.anthropic = upstream.url.clone();
+    settings.upstream.openai_key = None;
+    settings.upstream.anthropic_key = None;
+    let gw = common::serve(settings, "degenerate").await;
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let response =
+        common::post_json(&client, &format!("{gw}{}", path(api)), &request(api, stream, None)).await;
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
+    let copy = block();
+    let received = if stream {
+        let (text, end) = read_stream(api, &body);
+        // 2,000 copies 2 ms apart would take 4 s: cut within a few copies.
+        assert!(started.elapsed() < Duration::from_secs(2), "{api:?}: cut early ({:?})", started.elapsed());
+        let copies = text.len() / copy.len();
+        assert!((5..=14).contains(&copies), "{api:?}: {copies} copies reached the client");
+        let expected = match api {
+            Api::OpenAi => "length[DONE]",
+            Api::Anthropic => "max_tokens+stop",
+            Api::Responses => "max_output_tokens",
+        };
+        assert_eq!(end, expected, "{api:?}: a well-formed end\n{}", &body[body.len().saturating_sub(800)..]);
+        text
+    } else {
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        let text = match api {
+            Api::OpenAi => {
+                assert_eq!(answer["choices"][0]["finish_reason"], "length");
+                answer["choices"][0]["message"]["content"].as_str().unwrap().to_owned()
+            }
+            Api::Anthropic => {
+                assert_eq!(answer["stop_reason"], "max_tokens");
+                answer["content"][0]["text"].as_str().unwrap().to_owned()
+            }
+            Api::Responses => {
+                assert_eq!(answer["status"], "incomplete");
+                answer["output"][0]["content"][0]["text"].as_str().unwrap().to_owned()
+            }
+        };
+        assert_eq!(text.len(), copy.len(), "{api:?}: one copy kept");
+        text
+    };
+    // The next request of the conversation carries the nudge.
+    let response =
+        common::post_json(&client, &format!("{gw}{}", path(api)), &request(api, false, Some(&received)))
+            .await;
+    assert_eq!(response.status(), 200);
+    let seen = upstream.requests();
+    let last = seen.last().unwrap().body.to_string();
+    assert!(
+        last.contains("kept repeating the same text"),
+        "{api:?} stream {stream}: the nudge went upstream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chanting_reply_is_cut_on_every_api_streamed_and_not() {
+    for api in [Api::OpenAi, Api::Anthropic, Api::Responses] {
+        for stream in [true, false] {
+            case(api, stream).await;
+        }
+    }
+}
