@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use looprail::guardrails::replay::{ReplayEvent, ReplayReport};
+use looprail::guardrails::replay::{DegenerateFound, ReplayEvent, ReplayReport};
 use serde::Serialize;
 
 use crate::sets::SetReport;
@@ -47,6 +47,9 @@ pub struct RunReport {
     pub tokens: Tokens,
     /// Its length, stretch by stretch, and whether it ended by itself.
     pub shape: RunShape,
+    /// Replies that repeated one block over and over (B14): where, and how much of each a live
+    /// run would have kept.
+    pub degenerate_replies: Vec<DegenerateFound>,
     #[serde(skip)]
     pub(crate) saved_tokens: u64,
 }
@@ -83,6 +86,7 @@ impl RunReport {
             stop_kind,
             tokens,
             shape,
+            degenerate_replies: replay.degenerate_replies,
             saved_tokens,
         }
     }
@@ -107,6 +111,11 @@ pub struct Summary {
     pub tool_calls_saved: u64,
     /// Tokens of conversation after the stop points.
     pub tokens_saved_by_stopping: u64,
+    /// Replies found repeating themselves (B14).
+    pub degenerate_replies: usize,
+    /// Bytes of those replies a live run would not have read (it cuts them where the
+    /// repetition began).
+    pub degenerate_bytes_cut: u64,
     /// The largest context seen, without and with compaction.
     pub peak_tokens: u64,
     /// The same with auto-compaction on.
@@ -174,6 +183,12 @@ impl AuditReport {
                 .filter_map(|r| r.stopped_at.map(|at| r.tool_calls.saturating_sub(at + 1)))
                 .sum(),
             tokens_saved_by_stopping: runs.iter().map(|r| r.saved_tokens).sum(),
+            degenerate_replies: runs.iter().map(|r| r.degenerate_replies.len()).sum(),
+            degenerate_bytes_cut: runs
+                .iter()
+                .flat_map(|r| &r.degenerate_replies)
+                .map(|d| d.read_bytes.saturating_sub(d.kept_bytes))
+                .sum(),
             peak_tokens: runs.iter().map(|r| r.tokens.peak).max().unwrap_or(0),
             peak_tokens_with_compaction: runs
                 .iter()

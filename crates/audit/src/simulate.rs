@@ -7,8 +7,9 @@ use looprail::compaction::{AutoCompaction, MemoCounter, TokenLedger};
 use looprail::core::context::{ContextPolicy, ContextStep, ContextView, LoggedContext, TokenCounter};
 use looprail::core::guard::Counters;
 use looprail::core::message::{Message, Role};
+use looprail::guardrails::DegenerateReplies;
 use looprail::guardrails::default_stack;
-use looprail::guardrails::replay::replay_counted;
+use looprail::guardrails::replay::replay_watched;
 
 use rayon::prelude::*;
 
@@ -38,7 +39,10 @@ pub fn run(
     } else {
         messages.iter().map(|m| counter.count_message(m)).collect()
     };
-    let replayed = replay_counted(&messages, &mut guards, &config.loop_, &per_message);
+    // Each reply is read by the degenerate-reply watch a live run has (B14); with it off, the
+    // watch finds nothing.
+    let replies = DegenerateReplies::new(config.guardrails.degenerate_reply.clone());
+    let replayed = replay_watched(&messages, &mut guards, &config.loop_, &per_message, &replies);
     // Tokens a stop would have saved: the part of the conversation after the stop point.
     let saved_tokens = replayed.stopped_at.map_or(0, |at| {
         let cut = messages

@@ -237,3 +237,33 @@ async fn a_gateway_restart_mid_conversation_continues_its_ladder() {
     assert_eq!(result["steps"], reference["steps"], "the ladder went on where it was, not from the start");
     gw.stop().await;
 }
+
+/// The gateway's cut of a reply repeating itself (issue 35) reads, through each SDK's own
+/// stream accumulator, like any reply an API cut at its output limit: no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chanting_reply_cut_by_the_gateway_reads_without_an_error() {
+    let Some(python) = python() else { return };
+    for (api, name, suffix) in
+        [(Api::OpenAi, "chat", "/v1"), (Api::Anthropic, "messages", ""), (Api::Responses, "responses", "/v1")]
+    {
+        let upstream = common::chant::chanting_upstream(api).await;
+        let store = temp_store("chant");
+        let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
+        let args = vec![
+            script("read_stream.py").display().to_string(),
+            name.to_owned(),
+            format!("{}{suffix}", gw.url),
+        ];
+        let python = python.clone();
+        let out = tokio::task::spawn_blocking(move || Command::new(python).args(&args).output().unwrap())
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        common::chant::assert_cut(
+            api,
+            &serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap(),
+        );
+        gw.stop().await;
+    }
+}

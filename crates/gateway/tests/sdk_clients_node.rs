@@ -194,3 +194,31 @@ async fn claude_code_looping_on_a_call_gets_a_final_answer() {
     assert!(seen.len() < 20, "the ladder ended the loop within its bound: {} requests", seen.len());
     gw.stop().await;
 }
+
+/// The gateway's cut of a reply repeating itself (issue 35) reads, through each Node SDK's
+/// stream helper, like any reply an API cut at its output limit: no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chanting_reply_cut_by_the_gateway_reads_without_an_error() {
+    let Some(dir) = clients() else { return };
+    for (api, name, suffix) in
+        [(Api::OpenAi, "chat", "/v1"), (Api::Anthropic, "messages", ""), (Api::Responses, "responses", "/v1")]
+    {
+        let upstream = common::chant::chanting_upstream(api).await;
+        let store = TempStore::new("chant");
+        let gw = gateway(&store, &upstream.url, LoopConfig::default(), 0).await;
+        let args = ["read_stream.mjs".to_owned(), name.to_owned(), format!("{}{suffix}", gw.url)];
+        let cwd = dir.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new("node").args(args).current_dir(cwd).output().unwrap()
+        })
+        .await
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        common::chant::assert_cut(
+            api,
+            &serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap(),
+        );
+        gw.stop().await;
+    }
+}

@@ -39,8 +39,8 @@
 //! // Cut where the text began to repeat itself: the ". " before the block already matched
 //! // the block's end, so one copy of the block is kept, that ". " standing for its end.
 //! assert_eq!(&reply[..found.keep as usize], "Let me check. The answer is in the report, section two, which I will now quote again");
-//! // Found within ten copies of the block (and the 16-byte piece in flight).
-//! assert!(found.seen <= ("Let me check. ".len() + 10 * block.len() + 16) as u64);
+//! // Found within ten copies of the block, and the 128 bytes small pieces are read by.
+//! assert!(found.seen <= ("Let me check. ".len() + 10 * block.len() + 128) as u64);
 //! ```
 
 use serde::{Deserialize, Serialize};

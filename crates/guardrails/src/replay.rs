@@ -9,6 +9,7 @@ use looprail_loop_core::message::{Message, Role, ToolCall, ToolResult};
 use looprail_loop_core::outcome::StopCause;
 use looprail_loop_core::provider::{ModelResponse, StopReason};
 use looprail_loop_core::tool::ToolChoice;
+use looprail_loop_core::watch::{WatchReplies, WatchedPart, degenerate_reply, inspect};
 use serde::{Deserialize, Serialize};
 
 pub use crate::error_patterns::ErrorPatterns;
@@ -53,6 +54,31 @@ pub struct ReplayReport {
     /// (F10): one more model call, counted here.
     #[serde(default)]
     pub fallback_reply: bool,
+    /// Replies a degenerate-reply watch found repeating themselves (B14), in order (only with
+    /// [`replay_watched`]).
+    #[serde(default)]
+    pub degenerate_replies: Vec<DegenerateFound>,
+}
+
+/// A recorded reply that repeated one block until it ended (B14): a live run would have cut it
+/// after `kept_bytes` of its `read_bytes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DegenerateFound {
+    /// The model turn (1-based over the run).
+    pub turn: u64,
+    /// Tool calls made before it.
+    pub calls_before: u64,
+    /// Its text, or the arguments of one of its calls.
+    #[serde(flatten)]
+    pub part: WatchedPart,
+    /// The repeated block's length in bytes.
+    pub period: u32,
+    /// Copies of it the watch had read when it fired.
+    pub repeats: u32,
+    /// Bytes of the part a live run keeps (up to where the repetition began).
+    pub kept_bytes: u64,
+    /// Bytes of the part in the log.
+    pub read_bytes: u64,
 }
 
 fn limit_name(reason: looprail_loop_core::outcome::LimitReason) -> String {
@@ -154,7 +180,7 @@ impl Replayer<'_> {
 /// guards act here: no iteration cap, and token budgets count nothing (see [`replay_counted`]
 /// for the whole live stack).
 pub fn replay(messages: &[Message], guards: &mut [Box<dyn Guard>], config: &LoopConfig) -> ReplayReport {
-    replay_with(messages, guards, config, &[], false)
+    replay_with(messages, guards, config, &[], false, None)
 }
 
 /// [`replay`] with each message's token count (`tokens[i]` for `messages[i]`), so token budgets
@@ -167,7 +193,22 @@ pub fn replay_counted(
     config: &LoopConfig,
     tokens: &[u64],
 ) -> ReplayReport {
-    replay_with(messages, guards, config, tokens, true)
+    replay_with(messages, guards, config, tokens, true, None)
+}
+
+/// [`replay_counted`] with each recorded reply also read by a degenerate-reply watch (B14): a
+/// reply found repeating itself is listed in [`ReplayReport::degenerate_replies`] and given to
+/// the guards as a live run would give it (cut, [`StopReason::Degenerate`], no calls), so the
+/// ladder's reaction is replayed too. The log's calls of that reply are still replayed: the
+/// log is all there is of what came next.
+pub fn replay_watched(
+    messages: &[Message],
+    guards: &mut [Box<dyn Guard>],
+    config: &LoopConfig,
+    tokens: &[u64],
+    replies: &dyn WatchReplies,
+) -> ReplayReport {
+    replay_with(messages, guards, config, tokens, true, Some(replies))
 }
 
 fn replay_with(
@@ -176,6 +217,7 @@ fn replay_with(
     config: &LoopConfig,
     tokens: &[u64],
     caps: bool,
+    replies: Option<&dyn WatchReplies>,
 ) -> ReplayReport {
     let mut counters = Counters { user_turns: 1, ..Counters::default() };
     let mut report = ReplayReport::default();
@@ -213,18 +255,30 @@ fn replay_with(
                 counters.iterations += 1;
                 counters.usage.input_tokens += prompt;
                 counters.usage.output_tokens += tokens.get(i).copied().unwrap_or(0);
-                if calls.is_empty() {
-                    continue;
-                }
-                let results = results_for(messages, i + 1, &calls);
                 let response = ModelResponse {
                     text: message.joined_text(),
                     tool_calls: calls.clone(),
-                    stop_reason: StopReason::ToolUse,
+                    stop_reason: if calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse },
                     usage: None,
                     model: String::new(),
                     id: None,
                 };
+                let view = TurnView {
+                    counters: &counters,
+                    messages: &messages[..=i],
+                    config,
+                    elapsed: Default::default(),
+                };
+                if let Some(replies) = replies
+                    && degenerate(&response, replies, guards, &view, &mut report)
+                {
+                    report.tool_calls = messages.iter().flat_map(Message::tool_calls).count() as u64;
+                    return report;
+                }
+                if calls.is_empty() {
+                    continue;
+                }
+                let results = results_for(messages, i + 1, &calls);
                 let mut replayer = Replayer {
                     report: std::mem::take(&mut report),
                     calls: &calls,
@@ -270,6 +324,39 @@ fn replay_with(
     }
     report.tool_calls = counters.tool_calls.into();
     report
+}
+
+/// Reads `response` with a watch from `replies`; a degenerate one is recorded and given to the
+/// guards cut, as a live run would give it. True when a guard would stop the run there.
+fn degenerate(
+    response: &ModelResponse,
+    replies: &dyn WatchReplies,
+    guards: &mut [Box<dyn Guard>],
+    view: &TurnView<'_>,
+    report: &mut ReplayReport,
+) -> bool {
+    let mut watch = replies.watch();
+    let Some((found, read)) = inspect(response, watch.as_mut()) else { return false };
+    let counters = view.counters;
+    report.degenerate_replies.push(DegenerateFound {
+        turn: counters.turns.into(),
+        calls_before: counters.tool_calls.into(),
+        part: found.part,
+        period: found.period,
+        repeats: found.repeats,
+        kept_bytes: found.keep,
+        read_bytes: read,
+    });
+    let cut = degenerate_reply("", response.text.as_deref().unwrap_or_default(), found);
+    let mut replayer =
+        Replayer { report: std::mem::take(report), calls: &[], first_index: counters.tool_calls.into() };
+    let ask_tool = view.config.guardrails.ask_human_tool.as_deref();
+    let mut stopped = false;
+    for guard in guards.iter_mut() {
+        stopped |= replayer.take(guard.after_response(view, &cut), ask_tool);
+    }
+    *report = replayer.report;
+    stopped
 }
 
 /// The decisions before a turn: every guard's `before_turn`, then the iteration cap.

@@ -130,11 +130,51 @@ pub(crate) async fn read_stream(
                 WatchedPart::Arguments { index } => calls.get(index).map_or(0, |c| c.2.len()),
             };
             let response = degenerate_reply(model, &text, found);
-            announce(events, found, read);
+            announce(events, found, read as u64);
             return Ok(response);
         }
     }
     Err(ProviderError::new(ProviderErrorKind::StreamBroken, "the stream ended without a finished signal"))
+}
+
+/// Reads a complete reply with `watch` as if it had streamed (its text, then each call's
+/// arguments): what degenerated, if anything, and how many bytes of that part there were.
+///
+/// ```
+/// use looprail_loop_core::provider::ModelResponse;
+/// use looprail_loop_core::watch::{inspect, Degenerated, ReplyWatch, WatchedPart};
+///
+/// struct Echoes;
+/// impl ReplyWatch for Echoes {
+///     fn text(&mut self, delta: &str) -> Option<Degenerated> {
+///         let at = delta.find("echo echo echo")?;
+///         Some(Degenerated { part: WatchedPart::Text, keep: at as u64 + 5, period: 5, repeats: 3 })
+///     }
+///     fn arguments(&mut self, _index: usize, _delta: &str) -> Option<Degenerated> {
+///         None
+///     }
+/// }
+/// let reply = ModelResponse::text("m", "hello echo echo echo");
+/// let (found, read) = inspect(&reply, &mut Echoes).unwrap();
+/// assert_eq!((found.keep, read), (11, 20));
+/// assert!(inspect(&ModelResponse::text("m", "hello"), &mut Echoes).is_none());
+/// ```
+pub fn inspect(
+    response: &crate::provider::ModelResponse,
+    watch: &mut dyn ReplyWatch,
+) -> Option<(Degenerated, u64)> {
+    let found = response.text.as_deref().and_then(|t| watch.text(t)).or_else(|| {
+        response
+            .tool_calls
+            .iter()
+            .enumerate()
+            .find_map(|(index, call)| watch.arguments(index, &call.arguments))
+    })?;
+    let read = match found.part {
+        WatchedPart::Text => response.text.as_deref().map_or(0, str::len),
+        WatchedPart::Arguments { index } => response.tool_calls.get(index).map_or(0, |c| c.arguments.len()),
+    };
+    Some((found, read as u64))
 }
 
 /// A complete reply read by `watch` as if it had streamed: the same reply, or, degenerate, cut.
@@ -143,18 +183,7 @@ pub(crate) fn check_complete(
     mut watch: Box<dyn ReplyWatch>,
     events: &crate::event::EventSink,
 ) -> crate::provider::ModelResponse {
-    let found = response.text.as_deref().and_then(|t| watch.text(t)).or_else(|| {
-        response
-            .tool_calls
-            .iter()
-            .enumerate()
-            .find_map(|(index, call)| watch.arguments(index, &call.arguments))
-    });
-    let Some(found) = found else { return response };
-    let read = match found.part {
-        WatchedPart::Text => response.text.as_deref().map_or(0, str::len),
-        WatchedPart::Arguments { index } => response.tool_calls.get(index).map_or(0, |c| c.arguments.len()),
-    };
+    let Some((found, read)) = inspect(&response, watch.as_mut()) else { return response };
     announce(events, found, read);
     crate::provider::ModelResponse {
         usage: response.usage,
@@ -163,10 +192,19 @@ pub(crate) fn check_complete(
     }
 }
 
-/// The reply a degenerate one becomes: its text up to the repetition (or whole, when the
+/// The reply a degenerate one becomes: its `text` up to the repetition (or whole, when the
 /// arguments degenerated), no calls (a call cut short cannot run, and the calls of a reply
 /// that degenerated are not trusted), and [`StopReason::Degenerate`](crate::provider::StopReason::Degenerate).
-fn degenerate_reply(model: &str, text: &str, found: Degenerated) -> crate::provider::ModelResponse {
+///
+/// ```
+/// use looprail_loop_core::provider::StopReason;
+/// use looprail_loop_core::watch::{degenerate_reply, Degenerated, WatchedPart};
+///
+/// let found = Degenerated { part: WatchedPart::Text, keep: 9, period: 4, repeats: 10 };
+/// let reply = degenerate_reply("m", "Let me: nono no", found);
+/// assert_eq!((reply.text.as_deref(), reply.stop_reason), (Some("Let me: n"), StopReason::Degenerate));
+/// ```
+pub fn degenerate_reply(model: &str, text: &str, found: Degenerated) -> crate::provider::ModelResponse {
     let text = match found.part {
         WatchedPart::Text => cut(text, found.keep),
         WatchedPart::Arguments { .. } => text,
@@ -181,7 +219,7 @@ fn degenerate_reply(model: &str, text: &str, found: Degenerated) -> crate::provi
     }
 }
 
-fn announce(events: &crate::event::EventSink, found: Degenerated, read: usize) {
+fn announce(events: &crate::event::EventSink, found: Degenerated, read: u64) {
     let part = match found.part {
         WatchedPart::Text => "text".to_owned(),
         WatchedPart::Arguments { index } => format!("arguments of call {index}"),
@@ -191,6 +229,6 @@ fn announce(events: &crate::event::EventSink, found: Degenerated, read: usize) {
         period: found.period,
         repeats: found.repeats,
         kept_bytes: found.keep,
-        read_bytes: read as u64,
+        read_bytes: read,
     });
 }

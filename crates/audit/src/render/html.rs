@@ -145,6 +145,20 @@ fn sets(page: &mut String, sets: &[SetReport]) {
     page.push_str("</tbody></table>");
 }
 
+/// The replies that repeated themselves, run by run (nothing when there are none).
+fn degenerate(page: &mut String, report: &AuditReport) {
+    if report.summary.degenerate_replies == 0 {
+        return;
+    }
+    page.push_str("<h2>Replies repeating themselves</h2><ul id=\"degenerate\">");
+    for run in &report.runs {
+        for found in &run.degenerate_replies {
+            let _ = write!(page, "<li>{}: {}</li>", esc(&run.path), esc(&super::table::degenerate(found)));
+        }
+    }
+    page.push_str("</ul>");
+}
+
 /// The whole page.
 pub fn render(report: &AuditReport) -> String {
     let s = &report.summary;
@@ -163,6 +177,10 @@ pub fn render(report: &AuditReport) -> String {
         ("stopped by a budget or cap", s.runs_stopped_by_limits.to_string()),
         ("tool calls saved", s.tool_calls_saved.to_string()),
         ("tokens saved by stopping", s.tokens_saved_by_stopping.to_string()),
+        (
+            "degenerate replies",
+            format!("{} ({} bytes a live run would have cut)", s.degenerate_replies, s.degenerate_bytes_cut),
+        ),
         (
             "peak context",
             format!("{} tokens ({} with compaction)", s.peak_tokens, s.peak_tokens_with_compaction),
@@ -201,6 +219,7 @@ pub fn render(report: &AuditReport) -> String {
     }
     page.push_str("</tbody></table>");
     sets(&mut page, &report.sets);
+    degenerate(&mut page, report);
     for error in &report.errors {
         let (label, path, why) = (error.label(), esc(&error.path), esc(&error.error));
         let _ = write!(page, "<p class=\"error\">{label}: {path}: {why}</p>");

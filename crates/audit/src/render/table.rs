@@ -3,6 +3,9 @@
 
 use std::path::Path;
 
+use looprail::core::watch::WatchedPart;
+use looprail::guardrails::replay::DegenerateFound;
+
 use crate::report::{AuditReport, StopKind};
 use crate::sets::{SetReport, Spread};
 
@@ -48,6 +51,17 @@ pub fn render(report: &AuditReport) -> String {
         "peak context: {} tokens, {} with compaction\n",
         s.peak_tokens, s.peak_tokens_with_compaction
     ));
+    if s.degenerate_replies > 0 {
+        out.push_str(&format!(
+            "degenerate replies: {} (a live run would have cut {} bytes of them)\n",
+            s.degenerate_replies, s.degenerate_bytes_cut
+        ));
+    }
+    for run in report.runs.iter().filter(|r| !r.degenerate_replies.is_empty()) {
+        for found in &run.degenerate_replies {
+            out.push_str(&format!("  {}: {}\n", run.path, degenerate(found)));
+        }
+    }
     for (detector, levels) in &s.detections {
         let levels: Vec<String> = levels.iter().map(|(l, n)| format!("{l} {n}")).collect();
         out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
@@ -60,6 +74,18 @@ pub fn render(report: &AuditReport) -> String {
     }
     out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
     out
+}
+
+/// One degenerate reply in words.
+pub(crate) fn degenerate(found: &DegenerateFound) -> String {
+    let part = match found.part {
+        WatchedPart::Text => "its text".to_owned(),
+        WatchedPart::Arguments { index } => format!("the arguments of its call {index}"),
+    };
+    format!(
+        "turn {}: {part} repeated a {}-byte block ({} copies read); {} of {} bytes kept",
+        found.turn, found.period, found.repeats, found.kept_bytes, found.read_bytes
+    )
 }
 
 fn spread(s: &Spread) -> String {

@@ -3,6 +3,7 @@
 // Each test file compiles this module and uses part of it.
 #![allow(dead_code)]
 
+pub mod chant;
 pub mod sdk;
 
 use serde_json::Value;
