@@ -45,44 +45,13 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How degenerate replies are found (part of [`GuardrailsConfig`](crate::GuardrailsConfig)).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RepetitionConfig {
-    /// Watch every reply (on by default).
-    pub enabled: bool,
-    /// The chunk a repetition is recognised by, in bytes (16 to 64): the minimum repeated
-    /// text is `repeat_count` chunks.
-    pub chunk_bytes: u32,
-    /// Copies of the repeated block in a row that make a reply degenerate.
-    pub repeat_count: u32,
-    /// The longest repeated block looked for, in bytes (the longest distance between two
-    /// copies).
-    pub max_period: u32,
-}
+mod config;
+mod gear;
+mod lines;
 
-impl Default for RepetitionConfig {
-    fn default() -> Self {
-        Self { enabled: true, chunk_bytes: 50, repeat_count: 10, max_period: 4096 }
-    }
-}
-
-impl RepetitionConfig {
-    /// Checks the ranges; the key named is relative to the section.
-    pub fn validate(&self) -> Result<(), looprail_loop_core::config::ConfigError> {
-        use looprail_loop_core::config::ConfigError;
-        if !(16..=64).contains(&self.chunk_bytes) {
-            return Err(ConfigError::new("chunk_bytes", "must be between 16 and 64"));
-        }
-        if !(3..=1000).contains(&self.repeat_count) {
-            return Err(ConfigError::new("repeat_count", "must be between 3 and 1000"));
-        }
-        if !(64..=65_536).contains(&self.max_period) {
-            return Err(ConfigError::new("max_period", "must be between 64 and 65536"));
-        }
-        Ok(())
-    }
-}
+pub use config::RepetitionConfig;
+use gear::GEAR;
+use lines::LineState;
 
 /// A degenerate stretch of a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -410,64 +379,6 @@ impl RepetitionDetector {
         }
     }
 }
-
-/// Where the text stands in its lines: inside a code fence, on a table row, and the first
-/// bytes of the current line (up to 3).
-#[derive(Debug, Clone, Default)]
-struct LineState {
-    in_fence: bool,
-    table_line: bool,
-    line_head: [u8; 3],
-    line_head_len: u8,
-}
-
-impl LineState {
-    /// Follows code fences (``` or ~~~ opening a line) and table rows (`|` opening a line).
-    fn track(&mut self, bytes: &[u8]) {
-        let mut rest = bytes;
-        loop {
-            // The start of the current line, up to three bytes.
-            while self.line_head_len < 3 {
-                let Some((&b, tail)) = rest.split_first() else { return };
-                if b == b'\n' {
-                    break;
-                }
-                self.line_head[self.line_head_len as usize] = b;
-                self.line_head_len += 1;
-                if self.line_head_len == 1 {
-                    self.table_line = b == b'|';
-                }
-                if self.line_head_len == 3 && matches!(&self.line_head, b"```" | b"~~~") {
-                    self.in_fence = !self.in_fence;
-                }
-                rest = tail;
-            }
-            match memchr::memchr(b'\n', rest) {
-                Some(at) => {
-                    rest = &rest[at + 1..];
-                    self.line_head_len = 0;
-                    self.table_line = false;
-                }
-                None => return,
-            }
-        }
-    }
-}
-
-/// The gear table: a fixed pseudo-random 64-bit value per byte (splitmix64 of the byte), so
-/// anchors fall at the same content in every process.
-static GEAR: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut z = (i as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        table[i] = z ^ (z >> 31);
-        i += 1;
-    }
-    table
-};
 
 #[cfg(test)]
 mod tests;
