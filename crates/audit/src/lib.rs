@@ -41,6 +41,7 @@ pub mod formats;
 pub mod load;
 pub mod render;
 pub mod report;
+pub mod run_report;
 pub mod sets;
 pub mod shape;
 pub mod simulate;

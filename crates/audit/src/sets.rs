@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::report::{RunReport, StopKind};
+use crate::run_report::{RunReport, StopKind};
 
 /// Nearest-rank percentiles of a list of counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

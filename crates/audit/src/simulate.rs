@@ -13,7 +13,7 @@ use looprail::guardrails::replay::replay_watched;
 
 use rayon::prelude::*;
 
-use crate::report::{RunReport, Tokens};
+use crate::run_report::{RunReport, Tokens};
 use crate::shape::RunShape;
 
 /// Runs with at least this many messages have them counted in parallel.
