@@ -10,8 +10,8 @@ use common::{json_call, json_text, openai_args, temp_dir};
 use looprail_providers::fake::{FakeServer, Reply, Seen};
 use serde_json::Value;
 
-/// Every span (name, span id, parent id, attributes as key → value) the receiver got.
-fn spans(seen: &[Seen]) -> Vec<(String, String, String, serde_json::Map<String, Value>)> {
+/// Every span (name, span id, parent id, attributes as key → value, kind) the receiver got.
+fn spans(seen: &[Seen]) -> Vec<(String, String, String, serde_json::Map<String, Value>, u64)> {
     let mut spans = Vec::new();
     for request in seen.iter().filter(|r| r.path == "/v1/traces") {
         for resource in request.body["resourceSpans"].as_array().into_iter().flatten() {
@@ -30,6 +30,7 @@ fn spans(seen: &[Seen]) -> Vec<(String, String, String, serde_json::Map<String, 
                         span["spanId"].as_str().unwrap_or_default().to_owned(),
                         span["parentSpanId"].as_str().unwrap_or_default().to_owned(),
                         attributes,
+                        span["kind"].as_u64().unwrap_or_default(),
                     ));
                 }
             }
@@ -42,6 +43,9 @@ fn spans(seen: &[Seen]) -> Vec<(String, String, String, serde_json::Map<String, 
 fn value(any: &Value) -> Value {
     if let Some(s) = any.get("stringValue") {
         return s.clone();
+    }
+    if let Some(array) = any.pointer("/arrayValue/values").and_then(Value::as_array) {
+        return Value::Array(array.iter().map(value).collect());
     }
     if let Some(i) = any.get("intValue") {
         return i.as_str().and_then(|s| s.parse::<i64>().ok()).map_or_else(|| i.clone(), Value::from);
@@ -93,7 +97,15 @@ async fn a_run_exports_genai_spans_and_metrics_over_otlp() {
     assert_eq!(chat.3["gen_ai.usage.input_tokens"], 10);
     assert_eq!(chat.3["gen_ai.usage.output_tokens"], 5);
     assert!(chat.3.contains_key("gen_ai.response.model"));
+    // The conventions' types: finish reasons a string array, the model call a CLIENT span (3 in
+    // OTLP), a tool's an INTERNAL one (1).
+    assert_eq!(chat.3["gen_ai.response.finish_reasons"], serde_json::json!(["tool_calls"]));
+    assert_eq!((chat.4, agent.4, tool.4), (3, 1, 1), "span kinds: chat CLIENT, the others INTERNAL");
     assert_eq!(tool.3["gen_ai.tool.name"], "read_file");
+    // The tool call's id is the one the model sent, so the trace joins the provider's logs; the
+    // engine's own id has an attribute of its own.
+    assert_eq!(tool.3["gen_ai.tool.call.id"], "c1");
+    assert!(tool.3["looprail.tool.call.id"].as_str().is_some_and(|id| id.starts_with("lr-")), "{:?}", tool.3);
     assert_eq!(chat.2, agent.1, "chat is a child of invoke_agent");
     assert_eq!(spans.iter().filter(|s| s.0.starts_with("chat ")).count(), 2, "one chat span per model call");
 

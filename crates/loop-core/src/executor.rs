@@ -44,7 +44,8 @@ pub async fn call_once(
     cx: &ExecContext,
 ) -> Result<ToolResult, (ToolResult, ToolError)> {
     use tracing::Instrument;
-    let span = crate::telemetry::tool_span(&call.name, &call.id);
+    let provider_id = call.wire_id.as_deref().filter(|id| !id.is_empty()).unwrap_or(&call.id);
+    let span = crate::telemetry::tool_span(&call.name, provider_id, &call.id);
     let result = call_unobserved(call, tools, cx).instrument(span.clone()).await;
     if let Err((_, error)) = &result {
         let kind = crate::event::wire_name(&error.kind);

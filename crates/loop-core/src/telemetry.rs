@@ -24,7 +24,8 @@ pub const INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
 pub const OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
 /// `gen_ai.response.id`.
 pub const RESPONSE_ID: &str = "gen_ai.response.id";
-/// `gen_ai.response.finish_reasons`.
+/// `gen_ai.response.finish_reasons`: a string array in the conventions. `tracing` records one
+/// string (the reasons joined by `,`); `looprail-telemetry`'s exporter sends it as the array.
 pub const FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
 /// `gen_ai.tool.name`.
 pub const TOOL_NAME: &str = "gen_ai.tool.name";
@@ -47,12 +48,14 @@ pub fn agent_span(run_id: &str) -> Span {
     )
 }
 
-/// The span of one model call (`chat`).
+/// The span of one model call (`chat`): span kind CLIENT, as the conventions make a call to a
+/// model served elsewhere.
 pub fn chat_span(provider: &str, model: &str, purpose: CallPurpose) -> Span {
     tracing::info_span!(
         target: "looprail",
         "chat",
         "otel.name" = format!("chat {model}"),
+        "otel.kind" = "client",
         "gen_ai.operation.name" = "chat",
         "gen_ai.provider.name" = provider,
         "gen_ai.request.model" = model,
@@ -67,15 +70,18 @@ pub fn chat_span(provider: &str, model: &str, purpose: CallPurpose) -> Span {
     )
 }
 
-/// The span of one tool call attempt (`execute_tool`).
-pub fn tool_span(tool: &str, call_id: &str) -> Span {
+/// The span of one tool call attempt (`execute_tool`). `gen_ai.tool.call.id` is the id the
+/// model gave the call (`provider_id`), so a trace joins the provider's logs; the engine's own
+/// id (`lr-0`, ...) is `looprail.tool.call.id`.
+pub fn tool_span(tool: &str, provider_id: &str, engine_id: &str) -> Span {
     tracing::info_span!(
         target: "looprail",
         "execute_tool",
         "otel.name" = format!("execute_tool {tool}"),
         "gen_ai.operation.name" = "execute_tool",
         "gen_ai.tool.name" = tool,
-        "gen_ai.tool.call.id" = call_id,
+        "gen_ai.tool.call.id" = provider_id,
+        "looprail.tool.call.id" = engine_id,
         "error.type" = Empty,
         "otel.status_code" = Empty,
     )

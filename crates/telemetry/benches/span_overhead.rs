@@ -24,7 +24,7 @@ fn turn(response: &Result<ModelResponse, looprail_loop_core::provider::ProviderE
         record_model_result(&chat, response);
     }
     drop(chat);
-    let tool = tool_span("read_file", "lr-0");
+    let tool = tool_span("read_file", "call_abc123", "lr-0");
     {
         let _entered = tool.enter();
         tracing::info!(name: "agent.tool.retry", target: "looprail", payload = "{\"tool\":\"read_file\"}");

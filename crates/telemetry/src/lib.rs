@@ -29,6 +29,7 @@
 //! ```
 
 mod config;
+pub mod conventions;
 mod metrics;
 
 use opentelemetry::metrics::MeterProvider as _;
@@ -124,8 +125,10 @@ pub fn install(config: &OtlpConfig) -> Result<Telemetry, TelemetryError> {
         metrics = metrics.with_endpoint(endpoint);
     }
     let metrics = metrics.build().map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-    let tracer =
-        SdkTracerProvider::builder().with_batch_exporter(spans).with_resource(resource.clone()).build();
+    let tracer = SdkTracerProvider::builder()
+        .with_batch_exporter(conventions::Conventional::new(spans))
+        .with_resource(resource.clone())
+        .build();
     let meter = SdkMeterProvider::builder().with_periodic_exporter(metrics).with_resource(resource).build();
     let filter = TARGETS.iter().fold(tracing_subscriber::filter::Targets::new(), |f, target| {
         f.with_target(*target, tracing::Level::INFO)
