@@ -260,10 +260,41 @@ async fn cancelling_a_run_that_waits_on_a_human_cancels_it_at_once() {
     let store = dir.join("runs.db").display().to_string();
     let out = looprail(vec!["cancel".into(), "--store".into(), store.clone(), run_id.clone()]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let runs = looprail(vec!["runs".into(), "--store".into(), store]).await;
+    let runs = looprail(vec!["runs".into(), "--store".into(), store.clone()]).await;
     let listing = String::from_utf8_lossy(&runs.stdout);
     let line = listing.lines().find(|l| l.starts_with(&run_id)).unwrap();
     assert!(line.contains("cancelled"), "{line}");
+    // Cancelling a run that has ended says its state, fails, and changes nothing.
+    let again = looprail(vec!["cancel".into(), "--store".into(), store.clone(), run_id.clone()]).await;
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success() && again.status.code() != Some(0), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one readable line: {stderr}");
+    assert!(stderr.contains("already ended (cancelled)"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_completed_run_fails_with_its_state_and_changes_nothing() {
+    let dir = temp_dir("cancel-completed");
+    let server = FakeServer::start(vec![json_text("Done.")]).await;
+    let out = looprail_keyed(openai_args(&server, &dir, &[], "Say done")).await;
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let run_id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("[run ").map(|r| r.trim_end_matches(']').to_owned()))
+        .unwrap();
+    let store = dir.join("runs.db").display().to_string();
+    let out = looprail(vec!["cancel".into(), "--store".into(), store.clone(), run_id.clone()]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!("error: run `{run_id}` already ended (completed): there is nothing to cancel")
+    );
+    let runs = looprail(vec!["runs".into(), "--store".into(), store]).await;
+    let listing = String::from_utf8_lossy(&runs.stdout);
+    let line = listing.lines().find(|l| l.starts_with(&run_id)).unwrap();
+    assert!(line.contains("completed"), "still completed: {line}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -56,6 +56,15 @@ pub enum JournalError {
         /// Its status.
         status: crate::store::RunStatus,
     },
+    /// The run has ended (completed, failed, cancelled, timed out for good): a cancel request
+    /// has nothing to stop, and is not recorded.
+    #[error("run `{run_id}` already ended ({status}): there is nothing to cancel")]
+    AlreadyEnded {
+        /// The run.
+        run_id: String,
+        /// Its status.
+        status: crate::store::RunStatus,
+    },
     /// The run waits on a human: it is answered or its tool call resolved, not resumed.
     #[error("run `{run_id}` waits on a human: {what}")]
     WaitsOnHuman {

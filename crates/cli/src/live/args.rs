@@ -129,13 +129,44 @@ pub struct WorkerArgs {
     /// default `host:pid`.
     #[arg(long)]
     pub name: Option<String>,
+    /// A config file (TOML or JSON): its `[journal]` section sets the worker's staleness,
+    /// reconcile interval and cancel timeout (a flag given here wins over the file).
+    #[arg(long, env = "LOOPRAIL_CONFIG")]
+    pub config: Option<std::path::PathBuf>,
     /// A run whose holder has not heartbeaten for this long is taken over by this worker and
     /// resumed from its latest checkpoint. Keep it well above the runs' `journal.heartbeat_secs`.
-    #[arg(long, default_value_t = 60)]
-    pub stale_after_secs: u64,
-    /// How often to run the reconciler, in seconds.
-    #[arg(long, default_value_t = 300)]
-    pub reconcile_secs: u64,
+    /// Default: the config's `journal.stale_after_secs` (60).
+    #[arg(long)]
+    pub stale_after_secs: Option<u64>,
+    /// How often to run the reconciler, in seconds. Default: the config's
+    /// `journal.reconcile_interval_secs` (300).
+    #[arg(long)]
+    pub reconcile_secs: Option<u64>,
+}
+
+impl WorkerArgs {
+    /// The journal settings this worker keeps to: each flag given, else the config file's
+    /// `[journal]` key, else its default; checked as a whole.
+    pub fn journal(&self) -> Result<looprail::journal::JournalConfig, String> {
+        let mut journal = match &self.config {
+            Some(path) => {
+                looprail::LooprailConfig::from_path(path)
+                    .map_err(|e| format!("{e} (in {})", path.display()))?
+                    .journal
+            }
+            None => looprail::journal::JournalConfig::default(),
+        };
+        if let Some(secs) = self.stale_after_secs {
+            journal.stale_after_secs = secs;
+        }
+        if let Some(secs) = self.reconcile_secs {
+            journal.reconcile_interval_secs = secs;
+        }
+        if journal.stale_after_secs == 0 || journal.reconcile_interval_secs == 0 {
+            return Err("--stale-after-secs and --reconcile-secs must be at least 1 second".to_owned());
+        }
+        Ok(journal)
+    }
 }
 
 /// Arguments of `looprail wait`.

@@ -244,10 +244,13 @@ pub fn list(store: &str) -> Result<(), String> {
 pub fn cancel(store: &str, run_id: &str) -> Result<(), String> {
     runtime()?.block_on(async {
         let store = open_store(store, true).await?;
+        // A run that ended is refused with its state (JournalError::AlreadyEnded), unchanged.
         store.request_cancel(run_id, looprail::journal::now_ms()).await.map_err(|e| e.to_string())?;
         let status = store.run(run_id).await.map_err(|e| e.to_string())?.map(|r| r.status);
         match status {
-            Some(RunStatus::WaitingOnHuman | RunStatus::Queued | RunStatus::Interrupted) => {
+            Some(
+                RunStatus::WaitingOnHuman | RunStatus::Queued | RunStatus::Interrupted | RunStatus::TimedOut,
+            ) => {
                 // No process drives such a run: nothing else would ever observe the request, so
                 // the run is cancelled now.
                 store.set_status(run_id, RunStatus::Cancelled).await.map_err(|e| e.to_string())?;

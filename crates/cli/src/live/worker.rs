@@ -35,14 +35,10 @@ fn no_overrides(store: &str) -> ModelArgs {
     }
 }
 
-/// Reconciles with this worker's staleness and the default cancel timeout.
-async fn reconcile(store: &dyn RunStore, args: &WorkerArgs, quiet: bool) -> Result<(), String> {
+/// Reconciles with this worker's staleness and cancel timeout.
+async fn reconcile(store: &dyn RunStore, journal: &JournalConfig, quiet: bool) -> Result<(), String> {
     let report = store
-        .reconcile(
-            now_ms(),
-            Duration::from_secs(args.stale_after_secs),
-            JournalConfig::default().cancel_timeout(),
-        )
+        .reconcile(now_ms(), journal.stale_after(), journal.cancel_timeout())
         .await
         .map_err(|e| e.to_string())?;
     if !quiet {
@@ -58,7 +54,7 @@ async fn reconcile(store: &dyn RunStore, args: &WorkerArgs, quiet: bool) -> Resu
 /// stopped holder's checkpoint instead of started.
 async fn execute(
     store: &SharedStore,
-    args: &WorkerArgs,
+    args: &Worker,
     shutdown: &CancellationToken,
     run_id: &str,
     taken_over: bool,
@@ -90,11 +86,11 @@ async fn execute(
 
 /// One pass: take over a stopped run, or claim a due one of the allowed lanes; `false` when
 /// there was nothing to do.
-async fn pass(store: &SharedStore, args: &WorkerArgs, shutdown: &CancellationToken) -> Result<bool, String> {
+async fn pass(store: &SharedStore, args: &Worker, shutdown: &CancellationToken) -> Result<bool, String> {
     let allowed = |lane: &str| {
         args.lanes.is_empty() || args.lanes.iter().any(|l| lane == format!("conversation:{l}") || lane == l)
     };
-    let stale_before = now_ms() - Duration::from_secs(args.stale_after_secs).as_millis() as i64;
+    let stale_before = now_ms() - args.journal.stale_after().as_millis() as i64;
     // A worker limited to some lanes leaves other lanes' stopped runs to their own workers.
     if args.lanes.is_empty()
         && let Some(run_id) = store.take_over(stale_before, MAX_TAKEOVERS).await.map_err(|e| e.to_string())?
@@ -120,8 +116,23 @@ async fn pause(delay: Duration, shutdown: &CancellationToken) {
     }
 }
 
+/// The worker's arguments with its journal settings resolved.
+struct Worker {
+    args: WorkerArgs,
+    journal: JournalConfig,
+}
+
+impl std::ops::Deref for Worker {
+    type Target = WorkerArgs;
+    fn deref(&self) -> &WorkerArgs {
+        &self.args
+    }
+}
+
 /// `looprail worker`.
 pub fn worker(args: WorkerArgs) -> Result<u8, String> {
+    let journal = args.journal()?;
+    let args = Worker { args, journal };
     runtime()?.block_on(async {
         let shutdown = shutdown_token();
         let location = StoreLocation::parse(&args.store).map_err(|e| e.to_string())?;
@@ -129,13 +140,17 @@ pub fn worker(args: WorkerArgs) -> Result<u8, String> {
             .await
             .map_err(|e| format!("{}: {e}", location.display()))?;
         eprintln!("[worker] {} on {} ({})", store.worker(), location.display(), store.backend());
-        let interval = Duration::from_secs(args.reconcile_secs.max(1));
-        reconcile(store.as_ref(), &args, false).await?;
+        let interval = args.journal.reconcile_interval();
+        eprintln!(
+            "[worker] takes over runs silent for {} s; reconciles every {} s",
+            args.journal.stale_after_secs, args.journal.reconcile_interval_secs
+        );
+        reconcile(store.as_ref(), &args.journal, false).await?;
         let mut last_reconcile = tokio::time::Instant::now();
         let mut backoff = Duration::from_millis(args.poll_ms.max(10));
         while !shutdown.is_cancelled() {
             if last_reconcile.elapsed() >= interval {
-                if let Err(error) = reconcile(store.as_ref(), &args, shutdown.is_cancelled()).await {
+                if let Err(error) = reconcile(store.as_ref(), &args.journal, shutdown.is_cancelled()).await {
                     eprintln!("[worker] reconcile failed: {error}");
                 }
                 last_reconcile = tokio::time::Instant::now();

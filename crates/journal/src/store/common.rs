@@ -7,6 +7,17 @@ use looprail_loop_core::store::CheckpointKind;
 
 use crate::error::JournalError;
 
+/// The runs a cancel request still means something to (SQL over `runs`, the same in both
+/// backends): not ended, or timed out but still to be taken over.
+/// A macro, so that each backend's query stays one literal (`concat!`).
+macro_rules! cancellable {
+    () => {
+        "(status NOT IN ('completed', 'failed', 'cancelled', 'timed_out') \
+         OR (status = 'timed_out' AND resume_available = 1))"
+    };
+}
+pub(super) use cancellable;
+
 /// FNV-1a of a stored message body: recognises the last persisted message cheaply.
 pub(super) fn hash(text: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

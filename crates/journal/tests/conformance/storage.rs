@@ -41,6 +41,15 @@ pub async fn runs_lanes_and_statuses(backend: Backend) {
 
     store.request_cancel("a3", 7).await.unwrap();
     store.request_cancel("a3", 9).await.unwrap();
+    // A run that ended takes no request: the error says its state, and nothing changes.
+    match store.request_cancel("a1", 11).await {
+        Err(JournalError::AlreadyEnded { run_id, status }) => {
+            assert_eq!((run_id.as_str(), status), ("a1", RunStatus::Completed));
+        }
+        other => panic!("cancelling a completed run: {other:?}"),
+    }
+    assert_eq!(store.run("a1").await.unwrap().unwrap().cancel_requested_at, None);
+    assert!(matches!(store.request_cancel("nobody", 11).await, Err(JournalError::UnknownRun(_))));
     assert_eq!(
         store.run("a3").await.unwrap().unwrap().cancel_requested_at,
         Some(7),

@@ -202,15 +202,24 @@ impl SqliteStore {
     }
 
     pub(super) async fn request_cancel(&self, run_id: &str, at_ms: i64) -> Result<(), JournalError> {
-        let done = sqlx::query(
-            "UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE run_id = ?",
-        )
+        // Only a run that has not ended takes the request (a timed-out run a worker may still
+        // take over has not): one statement, so a run that ends meanwhile is never marked.
+        let done = sqlx::query(concat!(
+            "UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE run_id = ? AND ",
+            super::super::common::cancellable!()
+        ))
         .bind(at_ms)
         .bind(run_id)
         .execute(&self.pool)
         .await
         .map_err(self.db())?;
-        touched(&done, || run_id.to_owned())
+        if done.rows_affected() > 0 {
+            return Ok(());
+        }
+        match self.run(run_id).await? {
+            Some(row) => Err(JournalError::AlreadyEnded { run_id: run_id.to_owned(), status: row.status }),
+            None => Err(JournalError::UnknownRun(run_id.to_owned())),
+        }
     }
 
     fn run_row(row: &sqlx::sqlite::SqliteRow) -> Result<RunRow, JournalError> {
