@@ -40,7 +40,9 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
-    /// Replay recorded agent runs offline and report where the guards would fire.
+    /// Replay recorded agent runs offline: where the loop guards and the limits would have
+    /// stopped them, the replies that repeat themselves, and the context with and without
+    /// compaction.
     Audit {
         /// A looprail config file (JSON or TOML).
         #[arg(long)]
@@ -61,7 +63,11 @@ enum Command {
         /// 15 / 20 minutes).
         #[arg(long, value_parser = parse_profile)]
         profile: Option<Profile>,
-        /// Files or directories of runs (OpenAI chat or Anthropic Messages; JSON or JSONL).
+        /// Files, or directories walked for .json, .jsonl and .traj files, of recorded runs; the
+        /// format is told from the content: chat (OpenAI chat or Anthropic Messages logs),
+        /// responses-items, claude-code, codex, codex-exec, gemini-cli, gemini-api, swe-agent,
+        /// mini-swe-agent, openhands, tau-bench, langchain, vercel-ai. Each path is a set, with
+        /// its runs' lengths and the limits that spare them.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },

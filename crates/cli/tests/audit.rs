@@ -759,3 +759,16 @@ fn the_audit_replays_the_gateways_limits_unless_told_otherwise_and_keeps_limit_s
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile `weekly`"));
 }
+
+#[test]
+fn the_help_names_every_format_the_audit_reads() {
+    let out = Command::new(env!("CARGO_BIN_EXE_looprail")).args(["audit", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+    for format in looprail_audit::formats::FORMATS {
+        assert!(help.contains(format.name()), "`audit --help` does not name {}: {help}", format.name());
+    }
+    for option in ["--config", "--json", "--html", "--preset", "--profile"] {
+        assert!(help.contains(option), "{option}");
+    }
+}
