@@ -128,7 +128,8 @@ async fn killed_workers_lose_no_run_share_no_lane_and_repeat_no_side_effect() {
     }
 
     let store = PostgresStore::connect(&url).await.unwrap();
-    let mut pool: Vec<Child> = (0..workers).map(|i| start_worker(&url, &dir, &format!("w{i}"))).collect();
+    let mut names: Vec<String> = (0..workers).map(|i| format!("w{i}")).collect();
+    let mut pool: Vec<Child> = names.iter().map(|name| start_worker(&url, &dir, name)).collect();
     let mut dice = Dice(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
     let (mut kills, started, mut spawned) = (0, Instant::now(), workers);
     let mut retried: HashMap<String, i64> = HashMap::new();
@@ -136,7 +137,9 @@ async fn killed_workers_lose_no_run_share_no_lane_and_repeat_no_side_effect() {
     loop {
         tokio::time::sleep(kill_every).await;
         let rows = store.runs().await.unwrap();
-        if rows.iter().all(|r| r.status == RunStatus::Completed || given_up(r)) {
+        // At least one kill lands before the runs may settle: a test that killed nothing would
+        // prove nothing.
+        if kills > 0 && rows.iter().all(|r| r.status == RunStatus::Completed || given_up(r)) {
             break;
         }
         for row in rows.iter().filter(|r| r.status == RunStatus::WaitingOnHuman) {
@@ -161,11 +164,19 @@ async fn killed_workers_lose_no_run_share_no_lane_and_repeat_no_side_effect() {
                 .collect();
             panic!("the runs did not settle:\n{}", states.join("\n"));
         }
-        let victim = dice.roll(pool.len());
+        // A worker driving a run dies when there is one (a kill of an idle worker tests little).
+        let driving: Vec<usize> = (0..pool.len())
+            .filter(|i| {
+                rows.iter().any(|r| r.status == RunStatus::Running && r.worker.as_deref() == Some(&names[*i]))
+            })
+            .collect();
+        let victim =
+            if driving.is_empty() { dice.roll(pool.len()) } else { driving[dice.roll(driving.len())] };
         pool[victim].kill().unwrap(); // SIGKILL
         pool[victim].wait().unwrap();
         kills += 1;
-        pool[victim] = start_worker(&url, &dir, &format!("w{spawned}"));
+        names[victim] = format!("w{spawned}");
+        pool[victim] = start_worker(&url, &dir, &names[victim]);
         spawned += 1;
     }
     for mut worker in pool {
@@ -201,6 +212,15 @@ async fn killed_workers_lose_no_run_share_no_lane_and_repeat_no_side_effect() {
          {resolved} resolved by the supervisor ({} retried), {given_up_runs} given up after \
          {MAX_TAKEOVERS} take-overs, {elapsed:?}",
         retried.len()
+    );
+
+    // The chaos happened: workers were killed and their runs taken over. A run is given up
+    // only after MAX_TAKEOVERS take-overs, each following the death of the worker holding it
+    // (a worker drives one run at a time), so the kills bound the runs given up.
+    assert!(kills > 0 && takeovers > 0, "no kill or no take-over: the test proved nothing");
+    assert!(
+        given_up_runs as i64 * MAX_TAKEOVERS <= kills as i64,
+        "{given_up_runs} runs given up after only {kills} kills"
     );
 
     // No side effect started twice, but where the human said to retry it.

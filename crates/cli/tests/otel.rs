@@ -10,8 +10,11 @@ use common::{json_call, json_text, openai_args, temp_dir};
 use looprail_providers::fake::{FakeServer, Reply, Seen};
 use serde_json::Value;
 
-/// Every span (name, span id, parent id, attributes as key → value, kind) the receiver got.
-fn spans(seen: &[Seen]) -> Vec<(String, String, String, serde_json::Map<String, Value>, u64)> {
+/// A span as the receiver got it: name, span id, parent id, attributes (key → value), kind.
+type Span = (String, String, String, serde_json::Map<String, Value>, u64);
+
+/// Every span the receiver got.
+fn spans(seen: &[Seen]) -> Vec<Span> {
     let mut spans = Vec::new();
     for request in seen.iter().filter(|r| r.path == "/v1/traces") {
         for resource in request.body["resourceSpans"].as_array().into_iter().flatten() {
