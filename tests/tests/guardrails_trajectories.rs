@@ -79,6 +79,8 @@ struct Row {
     /// Stuck runs whose first event came within 5 calls of the loop's start and that were
     /// stopped or handed to a human within 10.
     in_time: usize,
+    /// Runs stopped or handed to a human, whatever their ending.
+    stopped: usize,
     handed_over: usize,
     self_finished: usize,
     stopped_self_finished: usize,
@@ -106,6 +108,7 @@ fn row(set: &Set, config: &GuardrailsConfig) -> Row {
                 first.is_some_and(|f| f <= start + 5) && report.stopped_at.is_some_and(|s| s <= start + 10);
             row.in_time += usize::from(in_time);
         }
+        row.stopped += usize::from(stopped);
         row.handed_over += usize::from(report.stop_reason.as_deref() == Some("ask_human"));
         if run.self_finished() {
             row.self_finished += 1;
@@ -190,7 +193,12 @@ fn the_default_stack_meets_the_targets_on_all_four_sets() {
                 let report = report(&looping.unwrap().1, &config);
                 assert_eq!(report.stop_reason.as_deref(), Some("ask_human"));
             }
-            TAU_BENCH => assert_eq!(r.stopped_self_finished + r.handed_over, 0, "{r:?}"),
+            TAU_BENCH => {
+                // As the docs say: no tau-bench run stopped, nor handed to a human, however it
+                // ended.
+                assert_eq!(set.runs.len(), 200);
+                assert_eq!((r.stopped, r.handed_over), (0, 0), "{r:?}");
+            }
             _ => unreachable!(),
         }
     }

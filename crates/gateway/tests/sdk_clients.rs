@@ -4,7 +4,8 @@
 //! tool-using agents (tests/clients/*.py) run against a gateway in this process, in front of
 //! a local fake upstream whose model repeats the same tool call forever unless its tools are
 //! taken away. The SDKs are installed from the package registry into a virtual environment
-//! under the target directory on first use (`python3 -m venv`, `pip install openai anthropic openai-agents langgraph langchain-openai`);
+//! under the target directory on first use (`python3 -m venv`, then `pip install -r
+//! tests/clients/requirements.txt`: every package pinned, see tests/clients/README.md);
 //! without python3 the tests skip on a developer's machine and fail under CI.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -18,20 +19,18 @@ use looprail_gateway::Api;
 use looprail_loop_core::config::LoopConfig;
 use serde_json::Value;
 
-/// The venv's python, created once per target directory.
+/// The venv's python, created once per target directory with the SDKs at the versions
+/// tests/clients/requirements.txt pins (installed again when that file changes).
 fn python() -> Option<PathBuf> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
     PYTHON
         .get_or_init(|| {
             let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
             let python = dir.join("bin/python");
-            let ready = |p: &Path| {
-                Command::new(p)
-                    .args(["-c", "import openai, anthropic, agents, langgraph, langchain_openai"])
-                    .status()
-                    .is_ok_and(|s| s.success())
-            };
-            if python.exists() && ready(&python) {
+            let pins = script("requirements.txt");
+            let wanted = std::fs::read(&pins).unwrap();
+            let installed = std::fs::read(dir.join("requirements.txt")).ok();
+            if python.exists() && installed.as_ref() == Some(&wanted) {
                 return Some(python);
             }
             if Command::new("python3").arg("--version").output().is_err() {
@@ -44,20 +43,17 @@ fn python() -> Option<PathBuf> {
                 assert!(made.success(), "python3 -m venv failed (Debian: apt install python3-venv)");
             }
             let pip = Command::new(dir.join("bin/pip"))
-                .args([
-                    "install",
-                    "-q",
-                    "--disable-pip-version-check",
-                    "openai>=1.66",
-                    "anthropic>=0.40",
-                    "openai-agents>=0.2",
-                    "langgraph>=0.3",
-                    "langchain-openai>=0.3",
-                ])
+                .args(["install", "-q", "--disable-pip-version-check", "-r"])
+                .arg(&pins)
                 .status()
                 .unwrap();
             assert!(pip.success(), "installing the official SDKs failed");
-            assert!(ready(&python));
+            let ready = Command::new(&python)
+                .args(["-c", "import openai, anthropic, agents, langgraph, langchain_openai"])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ready, "the SDKs do not import");
+            std::fs::write(dir.join("requirements.txt"), wanted).unwrap();
             Some(python)
         })
         .clone()
