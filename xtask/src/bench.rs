@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: every crate's divan benchmarks read into one table of medians against
 //! their targets, and `cargo xtask bench audit`: the audit against a one-rule Python script and
-//! against just reading and parsing the same files, whole processes side by side.
+//! against just reading and parsing the same files, whole processes side by side; `cargo xtask
+//! bench hook`: the hook command, a whole process per event.
 
 use std::path::Path;
 use std::process::Command;
@@ -175,6 +176,7 @@ pub fn bench() -> Result<(), String> {
         }
     }
     failed += audit_speed()?;
+    failed += crate::hook_speed::hook_speed()?;
     if failed == 0 { Ok(()) } else { Err(format!("{failed} figure(s) missed their target")) }
 }
 

@@ -15,6 +15,7 @@
 //!   random, PostgreSQL); CI runs a shorter one.
 
 mod bench;
+mod hook_speed;
 
 use std::process::{Command, ExitCode};
 
@@ -127,6 +128,7 @@ const CRATES: &[(&str, &str)] = &[
     ("looprail-gateway", "crates/gateway"),
     ("looprail", "crates/looprail"),
     ("looprail-audit", "crates/audit"),
+    ("looprail-hook", "crates/hook"),
     ("looprail-cli", "crates/cli"),
 ];
 
@@ -290,13 +292,15 @@ fn main() -> ExitCode {
                 }
             })
         }
+        Some("bench") if std::env::args().nth(2).as_deref() == Some("hook") => hook_speed::hook_speed()
+            .and_then(|missed| if missed == 0 { Ok(()) } else { Err("the hook missed its target".into()) }),
         Some("bench") => bench(),
         Some("deny") => deny(),
         Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("docs") => docs(),
         Some("chaos") => chaos(),
         Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, docs, chaos")),
-        None => Err("usage: cargo xtask <ci|deny|bench [audit]|release|docs|chaos>".to_owned()),
+        None => Err("usage: cargo xtask <ci|deny|bench [audit|hook]|release|docs|chaos>".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,6 +14,7 @@
 mod demo;
 mod exit;
 mod gateway;
+mod hook;
 mod live;
 mod progress;
 
@@ -95,6 +96,9 @@ enum Command {
     /// Say what an interrupted side-effecting call did (--done, --retry, --skip), and drive the
     /// run on.
     Resolve(live::ResolveArgs),
+    /// Guard Claude Code or Gemini CLI from inside: answer their hook events, or install the
+    /// hooks into their settings.
+    Hook(hook::HookArgs),
     /// Ask a running run to stop at its next safe boundary.
     Cancel {
         /// The run.
@@ -174,6 +178,7 @@ fn command() -> ExitCode {
     };
     let result = match cli.command {
         Command::Demo { quiet } => return demo::run(quiet),
+        Command::Hook(args) => return hook::hook(args),
         Command::Audit { config, json, html, preset, profile, paths } => {
             load_config(config.as_ref(), profile.unwrap_or(Profile::CodingAgent)).and_then(|mut config| {
                 if let Some(preset) = preset {

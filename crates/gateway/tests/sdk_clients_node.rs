@@ -9,9 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use looprail_gateway::Api;
 use looprail_loop_core::config::LoopConfig;
@@ -19,44 +18,8 @@ use serde_json::Value;
 
 mod common;
 use common::TempStore;
+use common::node::clients;
 use common::sdk::{assert_ended, assert_ladder_concluded, gateway, upstream};
-
-/// The directory holding the agents with the SDKs installed beside them, made once per target
-/// directory (again when the lockfile changes); the agents are copied in on every use.
-fn clients() -> Option<PathBuf> {
-    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node");
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-sdk");
-        let found =
-            |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
-        if !found("node") || !found("npm") {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "node and npm are needed for the Node SDK tests under CI"
-            );
-            eprintln!("skipping the Node SDK tests: no node or npm");
-            return None;
-        }
-        std::fs::create_dir_all(&dir).unwrap();
-        let lock = std::fs::read(source.join("package-lock.json")).unwrap();
-        let installed = std::fs::read(dir.join("package-lock.json")).ok();
-        for entry in std::fs::read_dir(&source).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
-        }
-        if installed.as_ref() != Some(&lock) || !dir.join("node_modules").is_dir() {
-            let status = Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-                .current_dir(&dir)
-                .status()
-                .unwrap();
-            assert!(status.success(), "installing the Node SDKs (npm ci) failed");
-        }
-        Some(dir)
-    })
-    .clone()
-}
 
 /// Runs an agent to its end; returns its JSON line.
 async fn agent(dir: &Path, script: &str, base: &str, task: &str, stream: bool, extra: &[&str]) -> Value {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod chant;
+pub mod node;
 pub mod sdk;
 
 use serde_json::Value;

@@ -1,0 +1,169 @@
+//! `looprail hook`: the guard stack inside Claude Code and Gemini CLI (see `looprail-hook`).
+//! `hook claude-code` / `hook gemini-cli` answer one hook event and exit: no async runtime, no
+//! network client, one SQLite transaction. `hook install` merges the entries into the agent's
+//! settings.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use looprail::LooprailConfig;
+use looprail::core::profile::Profile;
+use looprail_hook::agents::Agent;
+use looprail_hook::install::{Change, Scope, apply, settings_path};
+use looprail_hook::respond::respond;
+use looprail_hook::session::Hook;
+
+/// The largest event read (a tool's whole output rides in it).
+const MAX_EVENT: u64 = 64 << 20;
+
+/// Arguments of `looprail hook`.
+#[derive(clap::Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum HookCommand {
+    /// Answer one Claude Code hook event (stdin) in Claude Code's format (stdout).
+    ClaudeCode(Answering),
+    /// Answer one Gemini CLI hook event (stdin) in Gemini CLI's format (stdout).
+    GeminiCli(Answering),
+    /// Add looprail's hooks to the agent's settings (or remove them with --uninstall).
+    Install(Installing),
+}
+
+#[derive(clap::Args)]
+struct Answering {
+    /// The session store (SQLite); default `$XDG_STATE_HOME/looprail/hooks.db`, else
+    /// `~/.local/state/looprail/hooks.db`.
+    #[arg(long, env = "LOOPRAIL_HOOK_STORE")]
+    store: Option<PathBuf>,
+    /// A looprail config file (TOML or JSON): its `[loop]` and `[guardrails]` sections.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct Installing {
+    /// The agent: claude-code or gemini-cli.
+    #[arg(value_parser = parse_agent)]
+    agent: Agent,
+    /// The user's settings (`~/.claude`, `~/.gemini`) instead of the project's.
+    #[arg(long, conflicts_with = "project")]
+    user: bool,
+    /// The project directory whose settings to change (default: the current directory).
+    #[arg(long)]
+    project: Option<PathBuf>,
+    /// Remove looprail's hooks instead.
+    #[arg(long)]
+    uninstall: bool,
+    /// The session store the hooks use (written into the hook command).
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// A config file the hooks use (written into the hook command).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+fn parse_agent(name: &str) -> Result<Agent, String> {
+    Agent::from_name(name).ok_or_else(|| format!("unknown agent `{name}` (claude-code or gemini-cli)"))
+}
+
+/// `looprail hook ...`.
+pub fn hook(args: HookArgs) -> ExitCode {
+    match args.command {
+        HookCommand::ClaudeCode(answering) => answer(Agent::ClaudeCode, answering),
+        HookCommand::GeminiCli(answering) => answer(Agent::GeminiCli, answering),
+        HookCommand::Install(installing) => match install(installing) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+/// Answers one event. Fails open: looprail's own trouble lets the call go on (exit 1, one
+/// line on stderr, which both agents show and neither treats as a block).
+fn answer(agent: Agent, args: Answering) -> ExitCode {
+    let fail_open = |message: String| {
+        eprintln!("looprail hook: {message}; the call goes on unguarded");
+        if agent == Agent::GeminiCli {
+            println!("{{}}");
+        }
+        ExitCode::from(1)
+    };
+    let mut input = Vec::new();
+    if let Err(error) = std::io::stdin().take(MAX_EVENT).read_to_end(&mut input) {
+        return fail_open(format!("cannot read the event: {error}"));
+    }
+    let Some(store) = args.store.or_else(looprail_hook::store::default_path) else {
+        return fail_open("no home directory for the session store (give --store)".into());
+    };
+    let config = match &args.config {
+        Some(path) => match LooprailConfig::from_path_for(path, Profile::CodingAgent) {
+            Ok(config) => config,
+            Err(error) => return fail_open(format!("{error} (in {})", path.display())),
+        },
+        None => LooprailConfig::for_profile(Profile::CodingAgent),
+    };
+    let hook = Hook::new(config.loop_, config.guardrails);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let response = respond(agent, &input, &store, &hook, now);
+    if !response.stdout.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(response.stdout.as_bytes());
+        let _ = out.write_all(b"\n");
+    }
+    if let Some(line) = response.stderr {
+        eprintln!("{line}");
+    }
+    ExitCode::from(response.exit_code)
+}
+
+fn quoted(path: &std::path::Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+fn install(args: Installing) -> Result<(), String> {
+    let scope = if args.user {
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or("no HOME for --user")?;
+        Scope::User(PathBuf::from(home))
+    } else {
+        let dir = match args.project {
+            Some(dir) => dir,
+            None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+        };
+        Scope::Project(dir)
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("where this looprail is: {e}"))?;
+    // The lean hook binary when it sits beside this one (it starts in about half the time) and
+    // no config file is asked for (it runs the defaults).
+    let lean = exe.with_file_name(format!("looprail-hook{}", std::env::consts::EXE_SUFFIX));
+    let mut command = if lean.is_file() && args.config.is_none() {
+        format!("{} {}", quoted(&lean), args.agent.name())
+    } else {
+        format!("{} hook {}", quoted(&exe), args.agent.name())
+    };
+    for (flag, value) in [("--store", &args.store), ("--config", &args.config)] {
+        if let Some(path) = value {
+            let absolute = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            command.push_str(&format!(" {flag} {}", quoted(&absolute)));
+        }
+    }
+    let path = settings_path(args.agent, &scope);
+    let change = apply(&path, args.agent, &command, args.uninstall).map_err(|e| e.to_string())?;
+    let what = match change {
+        Change::Installed => "looprail's hooks installed in",
+        Change::Removed => "looprail's hooks removed from",
+        Change::Unchanged if args.uninstall => "no looprail hooks in",
+        Change::Unchanged => "looprail's hooks already in",
+    };
+    eprintln!("{what} {}", path.display());
+    Ok(())
+}

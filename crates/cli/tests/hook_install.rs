@@ -1,0 +1,125 @@
+//! `looprail hook install`: merges looprail's hooks into a project's or the user's settings,
+//! keeps everything else, changes nothing the second time, removes only its own entries with
+//! `--uninstall`, and refuses a settings file that is not JSON (issue 38).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn looprail(args: &[&str], home: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_looprail")).args(args).env("HOME", home).output().unwrap()
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn installing_into_a_projects_claude_settings_keeps_the_users_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let settings = project.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let mine = json!({"permissions": {"allow": ["Bash(npm test)"]},
+        "hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "npx prettier --write"}]}]}});
+    std::fs::write(&settings, mine.to_string()).unwrap();
+    let project_arg = project.display().to_string();
+    let install = ["hook", "install", "claude-code", "--project", &project_arg];
+
+    let out = looprail(&install, dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("installed"));
+    let installed = read(&settings);
+    assert_eq!(installed["permissions"], mine["permissions"]);
+    let post = installed["hooks"]["PostToolUse"].as_array().unwrap();
+    assert_eq!(post[0], mine["hooks"]["PostToolUse"][0], "the user's hook first, untouched");
+    let ours = post[1]["hooks"][0]["command"].as_str().unwrap();
+    // `looprail hook claude-code`, or the lean `looprail-hook claude-code` when it was built
+    // beside it.
+    assert!(ours.ends_with(" hook claude-code") || ours.ends_with("looprail-hook' claude-code"), "{ours}");
+    for event in ["PreToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionEnd"] {
+        assert!(installed["hooks"][event].is_array(), "{event}");
+    }
+    // The command runs as the agent runs it (through a shell): it answers an event.
+    let event =
+        r#"{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}"#;
+    let store = dir.path().join("hooks.db").display().to_string();
+    let ran = Command::new("sh")
+        .args(["-c", &format!("echo '{event}' | LOOPRAIL_HOOK_STORE='{store}' {ours}")])
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(Path::new(&store).is_file());
+
+    let again = looprail(&install, dir.path());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already"));
+    assert_eq!(read(&settings), installed, "the second install changes nothing");
+
+    let mut uninstall = install.to_vec();
+    uninstall.push("--uninstall");
+    let out = looprail(&uninstall, dir.path());
+    assert!(out.status.success());
+    assert_eq!(read(&settings), mine, "only looprail's entries removed");
+}
+
+#[test]
+fn the_users_gemini_settings_get_the_hooks_and_hooks_enabled() {
+    let home = tempfile::tempdir().unwrap();
+    let out = looprail(&["hook", "install", "gemini-cli", "--user", "--store", "/var/tmp/h.db"], home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let settings = read(&home.path().join(".gemini/settings.json"));
+    assert_eq!(settings["hooksConfig"]["enabled"], true);
+    let command = settings["hooks"]["BeforeTool"][0]["hooks"][0]["command"].as_str().unwrap();
+    assert!(
+        command.ends_with(" gemini-cli --store '/var/tmp/h.db'") && command.contains("looprail"),
+        "{command}"
+    );
+    assert!(settings["hooks"]["AfterTool"].is_array() && settings["hooks"]["BeforeAgent"].is_array());
+}
+
+#[test]
+fn a_settings_file_that_is_not_json_is_left_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{ \"model\": \"opus\", // a comment\n}").unwrap();
+    let project = dir.path().display().to_string();
+    let out = looprail(&["hook", "install", "claude-code", "--project", &project], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("is not JSON") && stderr.contains("left as it is"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ \"model\": \"opus\", // a comment\n}");
+}
+
+#[test]
+fn the_hook_command_answers_an_event_and_fails_open_on_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("state/hooks.db");
+    let run = |input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(["hook", "claude-code", "--store"])
+            .arg(&store)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let event = json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+    let out = run(&event.to_string());
+    assert_eq!((out.status.code(), out.stdout.len(), out.stderr.len()), (Some(0), 0, 0));
+    assert!(store.is_file(), "the store and its directory were made");
+    let out = run("garbage");
+    assert_eq!(out.status.code(), Some(1), "a non-blocking error: the call goes on");
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1);
+    assert!(stderr.starts_with("looprail hook:"), "{stderr}");
+}

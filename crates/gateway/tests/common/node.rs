@@ -1,0 +1,44 @@
+//! The official Node SDKs and agent CLIs the tests drive (Claude Code, Codex, the SDKs), installed
+//! once per target directory at the versions crates/gateway/tests/clients/node/package-lock.json
+//! pins. Shared by the gateway's tests and the CLI's hook tests (`#[path]`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The directory holding the agents with the SDKs installed beside them, made once per target
+/// directory (again when the lockfile changes); the agents are copied in on every use.
+pub fn clients() -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gateway/tests/clients/node");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-sdk");
+        let found =
+            |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+        if !found("node") || !found("npm") {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "node and npm are needed for the Node SDK tests under CI"
+            );
+            eprintln!("skipping the Node SDK tests: no node or npm");
+            return None;
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = std::fs::read(source.join("package-lock.json")).unwrap();
+        let installed = std::fs::read(dir.join("package-lock.json")).ok();
+        for entry in std::fs::read_dir(&source).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+        if installed.as_ref() != Some(&lock) || !dir.join("node_modules").is_dir() {
+            let status = Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .current_dir(&dir)
+                .status()
+                .unwrap();
+            assert!(status.success(), "installing the Node SDKs (npm ci) failed");
+        }
+        Some(dir)
+    })
+    .clone()
+}

@@ -1,0 +1,95 @@
+//! Claude Code's hooks: the event on stdin, the answer on stdout.
+//!
+//! Every event carries `session_id`, `transcript_path`, `cwd` and `hook_event_name`.
+//! `PreToolUse` adds `tool_name`, `tool_input` and `tool_use_id`; `PostToolUse` adds
+//! `tool_response` (Bash: `stdout`, `stderr`, `interrupted`; other tools their own objects);
+//! `PostToolUseFailure` adds `error` instead; `UserPromptSubmit` adds `prompt`.
+//!
+//! Answers: a `PreToolUse` decision is `hookSpecificOutput.permissionDecision` (`deny`, shown to
+//! the model with `permissionDecisionReason`; `ask`, the user's permission prompt showing the
+//! reason); a `PostToolUse` remark is `decision: "block"` with a `reason` the model reads (the
+//! tool already ran) and the same text as `hookSpecificOutput.additionalContext`; a stop is
+//! `continue: false` with a `stopReason` shown to the user. Nothing to say is no output at all.
+
+use serde_json::{Value, json};
+
+use super::{field, text_of};
+use crate::HookError;
+use crate::event::{Answer, EventKind, HookEvent, ToolOutput, ToolUse};
+
+/// Reads one Claude Code hook event.
+///
+/// ```
+/// use looprail_hook::agents::claude_code;
+/// use looprail_hook::event::EventKind;
+///
+/// let event = claude_code::parse(br#"{"session_id": "s1", "hook_event_name": "PreToolUse",
+///     "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"}"#)?;
+/// assert_eq!(event.session, "s1");
+/// let EventKind::BeforeTool(call) = event.kind else { panic!() };
+/// assert_eq!((call.tool.as_str(), call.arguments.as_str()), ("Bash", r#"{"command":"ls"}"#));
+/// # Ok::<(), looprail_hook::HookError>(())
+/// ```
+pub fn parse(input: &[u8]) -> Result<HookEvent, HookError> {
+    let event: Value = serde_json::from_slice(input).map_err(|e| HookError::BadEvent(e.to_string()))?;
+    let session = field(&event, "session_id")?.to_owned();
+    let name = field(&event, "hook_event_name")?;
+    let call = || -> Result<ToolUse, HookError> {
+        Ok(ToolUse {
+            tool: field(&event, "tool_name")?.to_owned(),
+            arguments: event.get("tool_input").map_or_else(|| "{}".to_owned(), Value::to_string),
+            id: event.get("tool_use_id").and_then(Value::as_str).map(str::to_owned),
+        })
+    };
+    let kind = match name {
+        "SessionStart" => EventKind::SessionStart,
+        "UserPromptSubmit" => EventKind::UserPrompt,
+        "PreToolUse" => EventKind::BeforeTool(call()?),
+        "PostToolUse" => {
+            let response = event.get("tool_response").unwrap_or(&Value::Null);
+            let failed = response.get("interrupted").and_then(Value::as_bool).unwrap_or(false)
+                || response.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+            EventKind::AfterTool(call()?, ToolOutput { text: text_of(response), failed })
+        }
+        "PostToolUseFailure" => {
+            let error = event.get("error").unwrap_or(&Value::Null);
+            EventKind::AfterTool(call()?, ToolOutput { text: text_of(error), failed: true })
+        }
+        "Stop" | "SubagentStop" => EventKind::Stop,
+        "SessionEnd" => EventKind::SessionEnd,
+        other => EventKind::Other(other.to_owned()),
+    };
+    Ok(HookEvent { session, kind })
+}
+
+/// The answer to an event of `kind` as Claude Code reads it: the JSON for stdout (`None`: print
+/// nothing). Always exit code 0: the decision is in the JSON.
+pub fn render(kind: &EventKind, answer: &Answer) -> Option<Value> {
+    let before = matches!(kind, EventKind::BeforeTool(_));
+    match answer {
+        Answer::Allow => None,
+        Answer::Tell(text) if before => Some(json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "additionalContext": text}})),
+        Answer::Tell(text) => Some(json!({"decision": "block", "reason": text,
+            "hookSpecificOutput": {"hookEventName": event_name(kind), "additionalContext": text}})),
+        Answer::Deny(reason) => Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny", "permissionDecisionReason": reason}})),
+        Answer::Ask(reason) if before => Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "ask", "permissionDecisionReason": reason}})),
+        Answer::Ask(reason) => Some(json!({"systemMessage": reason})),
+        Answer::Stop(reason) if before => Some(json!({"continue": false, "stopReason": reason,
+            "hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "permissionDecision": "deny", "permissionDecisionReason": reason}})),
+        Answer::Stop(reason) => Some(json!({"continue": false, "stopReason": reason})),
+    }
+}
+
+fn event_name(kind: &EventKind) -> &'static str {
+    match kind {
+        EventKind::AfterTool(_, output) if output.failed => "PostToolUseFailure",
+        EventKind::AfterTool(..) => "PostToolUse",
+        EventKind::UserPrompt => "UserPromptSubmit",
+        EventKind::SessionStart => "SessionStart",
+        _ => "PreToolUse",
+    }
+}

@@ -1,0 +1,72 @@
+//! The agents whose hooks looprail speaks: each reads its events and writes its answers.
+
+pub mod claude_code;
+pub mod gemini_cli;
+
+use serde_json::Value;
+
+use crate::HookError;
+use crate::event::{Answer, EventKind, HookEvent};
+
+/// An agent that runs hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// Google's Gemini CLI.
+    GeminiCli,
+}
+
+impl Agent {
+    /// Every agent.
+    pub const ALL: [Agent; 2] = [Agent::ClaudeCode, Agent::GeminiCli];
+
+    /// Its name on the command line (`claude-code`, `gemini-cli`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude-code",
+            Agent::GeminiCli => "gemini-cli",
+        }
+    }
+
+    /// The agent of that name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Reads one event.
+    pub fn parse(self, input: &[u8]) -> Result<HookEvent, HookError> {
+        match self {
+            Agent::ClaudeCode => claude_code::parse(input),
+            Agent::GeminiCli => gemini_cli::parse(input),
+        }
+    }
+
+    /// What to print on stdout for `answer` to an event of `kind` (empty: nothing).
+    pub fn render(self, kind: &EventKind, answer: &Answer) -> String {
+        match self {
+            Agent::ClaudeCode => claude_code::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
+            Agent::GeminiCli => gemini_cli::render(kind, answer).to_string(),
+        }
+    }
+}
+
+/// A required string field of an event.
+pub(crate) fn field<'a>(event: &'a Value, key: &'static str) -> Result<&'a str, HookError> {
+    event.get(key).and_then(Value::as_str).ok_or(HookError::MissingField(key))
+}
+
+/// A tool's output as the model reads it: a string as it is; a shell's `stdout` and `stderr`;
+/// anything else as compact JSON.
+pub(crate) fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        Value::Object(fields) if fields.contains_key("stdout") || fields.contains_key("stderr") => {
+            let part = |k: &str| fields.get(k).and_then(Value::as_str).unwrap_or_default();
+            let (out, err) = (part("stdout"), part("stderr"));
+            if err.is_empty() { out.to_owned() } else { format!("{out}\n{err}") }
+        }
+        other => other.to_string(),
+    }
+}

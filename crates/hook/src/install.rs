@@ -1,0 +1,184 @@
+//! `looprail hook install`: the hook entries merged into the agent's settings file. The user's
+//! other settings and hooks are kept as they are; installing twice changes nothing; uninstalling
+//! removes only looprail's entries.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::HookError;
+use crate::agents::Agent;
+
+/// Which settings file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The project's (`.claude/settings.json`, `.gemini/settings.json` under this directory).
+    Project(PathBuf),
+    /// The user's (`~/.claude/settings.json`, `~/.gemini/settings.json` under this home).
+    User(PathBuf),
+}
+
+/// The settings file of `agent` for `scope`.
+pub fn settings_path(agent: Agent, scope: &Scope) -> PathBuf {
+    let base = match scope {
+        Scope::Project(dir) | Scope::User(dir) => dir,
+    };
+    let folder = match agent {
+        Agent::ClaudeCode => ".claude",
+        Agent::GeminiCli => ".gemini",
+    };
+    base.join(folder).join("settings.json")
+}
+
+/// The events looprail hooks, and whether each takes a tool matcher.
+fn events(agent: Agent) -> &'static [(&'static str, bool)] {
+    match agent {
+        Agent::ClaudeCode => &[
+            ("PreToolUse", true),
+            ("PostToolUse", true),
+            ("PostToolUseFailure", true),
+            ("UserPromptSubmit", false),
+            ("SessionStart", false),
+            ("SessionEnd", false),
+        ],
+        Agent::GeminiCli => &[
+            ("BeforeTool", false),
+            ("AfterTool", false),
+            ("BeforeAgent", false),
+            ("SessionStart", false),
+            ("SessionEnd", false),
+        ],
+    }
+}
+
+/// True for a hook entry looprail installed for `agent`: `looprail hook <agent>` or
+/// `looprail-hook <agent>`, however the program's path is written.
+fn is_ours(hook: &Value, agent: Agent) -> bool {
+    let Some(command) = hook.get("command").and_then(Value::as_str) else { return false };
+    let words: Vec<&str> =
+        command.split_whitespace().map(|w| w.trim_matches(|c| c == '\'' || c == '"')).collect();
+    words.windows(2).any(|pair| {
+        pair[1] == agent.name()
+            && (pair[0] == "hook"
+                || pair[0].ends_with("looprail-hook")
+                || pair[0].ends_with("looprail-hook.exe"))
+    }) && command.contains("looprail")
+}
+
+/// `settings` without looprail's entries for `agent` (groups and events left empty by that
+/// are removed).
+///
+/// ```
+/// use looprail_hook::agents::Agent;
+/// use looprail_hook::install::{install, uninstall};
+/// use serde_json::json;
+///
+/// let mine = json!({"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash",
+///     "hooks": [{"type": "command", "command": "./check.sh"}]}]}});
+/// let with = install(&mine, Agent::ClaudeCode, "'/usr/bin/looprail' hook claude-code")?;
+/// assert_eq!(install(&with, Agent::ClaudeCode, "'/usr/bin/looprail' hook claude-code")?, with);
+/// assert_eq!(uninstall(&with, Agent::ClaudeCode)?, mine);
+/// # Ok::<(), looprail_hook::HookError>(())
+/// ```
+pub fn uninstall(settings: &Value, agent: Agent) -> Result<Value, HookError> {
+    let mut settings = settings.clone();
+    let Some(root) = settings.as_object_mut() else {
+        return Err(HookError::Settings("the settings file is not a JSON object".into()));
+    };
+    let Some(hooks) = root.get_mut("hooks") else { return Ok(settings) };
+    let Some(hooks) = hooks.as_object_mut() else {
+        return Err(HookError::Settings("`hooks` is not an object".into()));
+    };
+    for (event, _) in events(agent) {
+        let Some(groups) = hooks.get_mut(*event).and_then(Value::as_array_mut) else { continue };
+        for group in groups.iter_mut() {
+            if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+                list.retain(|hook| !is_ours(hook, agent));
+            }
+        }
+        groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
+        if groups.is_empty() {
+            hooks.remove(*event);
+        }
+    }
+    if hooks.is_empty() {
+        root.remove("hooks");
+    }
+    Ok(settings)
+}
+
+/// `settings` with looprail's entries for `agent` running `command` (any earlier ones
+/// replaced).
+pub fn install(settings: &Value, agent: Agent, command: &str) -> Result<Value, HookError> {
+    let mut settings = uninstall(settings, agent)?;
+    let root = settings.as_object_mut().ok_or_else(|| HookError::Settings("not a JSON object".into()))?;
+    let hooks = root.entry("hooks").or_insert_with(|| Value::Object(Map::new()));
+    let hooks =
+        hooks.as_object_mut().ok_or_else(|| HookError::Settings("`hooks` is not an object".into()))?;
+    for (event, matcher) in events(agent) {
+        let entry = match agent {
+            Agent::ClaudeCode => json!({"type": "command", "command": command, "timeout": 10}),
+            Agent::GeminiCli => {
+                json!({"name": "looprail", "type": "command", "command": command, "timeout": 10_000})
+            }
+        };
+        let mut group = json!({"hooks": [entry]});
+        if *matcher {
+            group["matcher"] = json!("*");
+        }
+        let groups = hooks.entry(*event).or_insert_with(|| json!([]));
+        let groups = groups
+            .as_array_mut()
+            .ok_or_else(|| HookError::Settings(format!("`hooks.{event}` is not a list")))?;
+        groups.push(group);
+    }
+    if agent == Agent::GeminiCli {
+        // Gemini CLI runs hooks only with them enabled; a user's explicit `false` is theirs.
+        let config = root.entry("hooksConfig").or_insert_with(|| json!({}));
+        if let Some(config) = config.as_object_mut() {
+            config.entry("enabled").or_insert(json!(true));
+        }
+    }
+    Ok(settings)
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The file now holds looprail's hooks (it was written).
+    Installed,
+    /// looprail's hooks were removed (it was written).
+    Removed,
+    /// The file already said so (it was not written).
+    Unchanged,
+}
+
+/// Installs (or, with `remove`, uninstalls) looprail's hooks in the settings file at `path`: a
+/// missing file is created; one that is not JSON is refused and left as it is. The file is
+/// replaced in one rename, never half written.
+pub fn apply(path: &Path, agent: Agent, command: &str, remove: bool) -> Result<Change, HookError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(HookError::Settings(format!("{}: {error}", path.display()))),
+    };
+    let current: Value = if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&text).map_err(|e| {
+            HookError::Settings(format!("{} is not JSON ({e}); left as it is", path.display()))
+        })?
+    };
+    let next = if remove { uninstall(&current, agent)? } else { install(&current, agent, command)? };
+    if next == current && !text.is_empty() {
+        return Ok(Change::Unchanged);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| HookError::Settings(format!("{}: {e}", dir.display())))?;
+    }
+    let pretty = serde_json::to_string_pretty(&next).map_err(|e| HookError::Settings(e.to_string()))? + "\n";
+    let temp = path.with_extension("json.looprail-tmp");
+    std::fs::write(&temp, pretty).map_err(|e| HookError::Settings(format!("{}: {e}", temp.display())))?;
+    std::fs::rename(&temp, path).map_err(|e| HookError::Settings(format!("{}: {e}", path.display())))?;
+    Ok(if remove { Change::Removed } else { Change::Installed })
+}
