@@ -10,7 +10,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 /// The attributes the conventions type as string arrays.
 const STRING_ARRAYS: &[&str] = &["gen_ai.response.finish_reasons"];
 
-/// A span exporter that types [`STRING_ARRAYS`] attributes as arrays before `inner` sends them.
+/// A span exporter that types the string-array attributes as arrays before `inner` sends them.
 #[derive(Debug)]
 pub struct Conventional<E> {
     inner: E,
