@@ -17,6 +17,7 @@ const BENCHES: &[(&str, &str, &[&str])] = &[
     ("looprail-journal", "checkpoints", &[]),
     ("looprail-journal", "store_backends", &[]),
     ("looprail-gateway", "added_latency", &[]),
+    ("looprail-gateway", "replicas", &[]),
     ("looprail-telemetry", "span_overhead", &[]),
 ];
 

@@ -92,6 +92,10 @@ fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<Gate
         settings.upstream.anthropic_fallbacks = anthropic;
     }
     settings.pass_client_key = file.pass_client_key;
+    settings.on_store_error = match file.on_store_error {
+        looprail::OnStoreError::FailClosed => looprail_gateway::StoreFailure::FailClosed,
+        looprail::OnStoreError::FailOpen => looprail_gateway::StoreFailure::FailOpen,
+    };
     settings.require_key = args.require_key.clone().filter(|k| !k.is_empty());
     settings.body_limit = usize::try_from(file.body_limit_mib).unwrap_or(32).saturating_mul(1024 * 1024);
     let record_dir = args.record_dir.clone().unwrap_or_else(|| PathBuf::from(file.record_dir));

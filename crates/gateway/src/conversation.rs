@@ -57,6 +57,9 @@ pub struct ConversationState {
     /// client's next request.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub degenerate_reply: bool,
+    /// Chat requests of this conversation the gateway answered, on any replica.
+    #[serde(default)]
+    pub requests: u64,
 }
 
 impl ConversationState {
@@ -189,6 +192,7 @@ impl Gate {
         if state.started_ms == 0 {
             state.started_ms = now;
         }
+        state.requests += 1;
         let mut stack = self.stack(state);
         let mut outcome = Outcome::default();
         let elapsed_ms = u64::try_from(now - state.started_ms).unwrap_or(0);

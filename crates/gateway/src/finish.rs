@@ -62,7 +62,7 @@ impl Gateway {
                 }
                 Some(Err(e)) => {
                     let api = done.api;
-                    gateway.save(&done.state, &[], None).await;
+                    gateway.save(&done, &done.state, &[], None, (0, 0)).await;
                     Some((
                         Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
                         (upstream, None),
@@ -99,7 +99,7 @@ impl Gateway {
             }
             Err(e) => {
                 tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
-                self.save(&done.state, &[], None).await;
+                self.save(&done, &done.state, &[], None, (0, 0)).await;
             }
         }
     }
@@ -114,7 +114,10 @@ impl Gateway {
         replied: Replied,
     ) {
         let (input, output) = usage;
-        let Done { mut state, new, starts, from, len, head, last, system, link, referable: keep, .. } = done;
+        let mut state = done.state.clone();
+        let (new, starts, from, len, head, last) =
+            (&done.new, &done.starts, done.from, done.len, done.head, done.last);
+        let keep = done.referable;
         self.gate.replied(&mut state, input, output);
         // A Responses reply comes back as its output items, that many wire messages; any other
         // as one.
@@ -136,8 +139,9 @@ impl Gateway {
             // The previous reply comes back at the start of the new messages: recorded once.
             let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
             let skip = starts.get(record_from - from).copied().unwrap_or(new.len());
-            let mut messages: Vec<Message> = system.into_iter().filter(|_| record_from == 0).collect();
-            messages.extend(new.into_iter().skip(skip));
+            let mut messages: Vec<Message> =
+                done.system.iter().filter(|_| record_from == 0).cloned().collect();
+            messages.extend(new.iter().skip(skip).cloned());
             messages.extend(reply);
             match crate::record::append(dir, &state.id, &messages) {
                 Ok(()) => state.recorded = len + reply_len,
@@ -151,32 +155,37 @@ impl Gateway {
             state.reply_items = if keep { referable(items) } else { Vec::new() };
         }
         // A Responses reply the client may continue by its id: what it added is kept.
-        let kept = match (link, replied.id, replied.items) {
+        let kept = match (done.link.clone(), replied.id, replied.items) {
             (Some(mut link), Some(id), Some(items)) => {
                 link.items.extend(items);
                 Some((response_key(&id), serde_json::to_value(link).unwrap_or_default()))
             }
             _ => None,
         };
-        self.save(&state, &fingerprints, kept).await;
+        self.save(&done, &state, &fingerprints, kept, usage).await;
     }
 
-    /// Stores the state, the fingerprints the history the client now has will be known by and
-    /// `kept` (a response's link), in one transaction.
+    /// Stores the state (swapped for the one `done` was read with: see `state_store`), then the
+    /// fingerprints the history the client now has will be known by and `kept` (a response's
+    /// link). `usage` is the reply's tokens.
     pub(crate) async fn save(
         &self,
+        done: &Done,
         state: &ConversationState,
         fingerprints: &[u64],
         kept: Option<(String, Value)>,
+        usage: (u64, u64),
     ) {
-        let mut entries =
-            vec![(identity::state_key(&state.id), serde_json::to_value(state).unwrap_or_default())];
-        entries.extend(
-            fingerprints.iter().map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id }))),
-        );
+        self.store_state(done, state, usage).await;
+        let mut entries: Vec<(String, Value)> = fingerprints
+            .iter()
+            .map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id })))
+            .collect();
         entries.extend(kept);
-        if let Err(e) = self.store.save_journals(&entries).await {
-            tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation state not saved");
+        if !entries.is_empty()
+            && let Err(e) = self.store.save_journals(&entries).await
+        {
+            tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation fingerprints not saved");
         }
         if !fingerprints.is_empty()
             && let Ok(mut recent) = self.recent.lock()
@@ -266,6 +275,8 @@ pub(crate) struct Done {
     /// Whether the reply's items are kept for the client's references to them (a Responses
     /// request with `store` on).
     pub(crate) referable: bool,
+    /// The state's document as it was read (`None`: none was stored), for the swap.
+    pub(crate) stored: Option<Value>,
 }
 
 /// What a complete reply says of itself for its chain: its id and, on the Responses API (only

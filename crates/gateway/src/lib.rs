@@ -50,6 +50,8 @@ mod respond;
 pub mod response_chain;
 mod responses_route;
 mod server;
+mod state_store;
+mod store_failure;
 pub mod upstream;
 pub mod wire;
 
@@ -63,6 +65,7 @@ use looprail_loop_core::config::LoopConfig;
 
 pub use conversation::{ConversationState, Gate, Verdict, final_instruction};
 pub use server::router;
+pub use store_failure::StoreFailure;
 pub use upstream::Upstream;
 pub use wire::Api;
 
@@ -89,6 +92,9 @@ pub struct GatewayConfig {
     /// Compaction of requests that pass a share of the model's window; `None` (the default)
     /// sends every request whole.
     pub compaction: Option<compaction::CompactionSettings>,
+    /// What a request gets when its conversation's state cannot be read: a 503 (the default)
+    /// or, with [`StoreFailure::FailOpen`], forwarded unguarded.
+    pub on_store_error: StoreFailure,
 }
 
 impl Default for GatewayConfig {
@@ -124,6 +130,7 @@ impl GatewayConfig {
             guardrails,
             record_dir: None,
             compaction: None,
+            on_store_error: StoreFailure::default(),
         }
     }
 }
@@ -149,6 +156,7 @@ pub struct Gateway {
     store: SharedStore,
     record_dir: Option<std::path::PathBuf>,
     compaction: Option<compaction::CompactionSettings>,
+    on_store_error: StoreFailure,
     http: reqwest::Client,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<HashMap<u64, String>>,
@@ -178,6 +186,7 @@ impl Gateway {
             store,
             record_dir: config.record_dir,
             compaction: config.compaction,
+            on_store_error: config.on_store_error,
             http,
             recent: Mutex::new(HashMap::new()),
         }))

@@ -10,7 +10,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Response};
 use axum::routing::{get, post};
 use looprail_guardrails::replay::ErrorPatterns;
-use looprail_journal::now_ms;
+use looprail_journal::{JournalError, now_ms};
 use looprail_loop_core::message::Message;
 use serde_json::Value;
 
@@ -21,6 +21,7 @@ use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::request::Request;
 use crate::respond::{json, refused, reply};
 use crate::response_chain::Start;
+use crate::store_failure::Unprepared;
 use crate::upstream::Call;
 use crate::wire::Api;
 use crate::{Gateway, passthrough};
@@ -60,18 +61,20 @@ impl Gateway {
             |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
         let bearer = header("authorization");
         let given = bearer.strip_prefix("Bearer ").map(str::to_owned).unwrap_or_else(|| header("x-api-key"));
-        &given == required
-    }
-
-    async fn load(&self, key: &str) -> Option<Value> {
-        self.store.load_journal(key).await.ok().flatten()
+        // In constant time: how much of a guess matches never shows in the time taken.
+        subtle::ConstantTimeEq::ct_eq(given.as_bytes(), required.as_bytes()).into()
     }
 
     /// The conversation a request continues (or a new one): the header's, else the one whose
     /// answered history the request extends (`candidates`, the fingerprints of its last few
     /// prefixes, longest first), looked up in this replica's memory first and then in the
     /// store, every candidate in one query.
-    async fn identify(&self, headers: &HeaderMap, head: u64, candidates: &[u64]) -> ConversationState {
+    async fn identify(
+        &self,
+        headers: &HeaderMap,
+        head: u64,
+        candidates: &[u64],
+    ) -> Result<(ConversationState, Option<Value>), JournalError> {
         // A client-chosen id is a store key: short and printable, or ignored.
         let named = headers
             .get(RUN_HEADER)
@@ -91,7 +94,7 @@ impl Gateway {
                     None if candidates.is_empty() => None,
                     None => {
                         let keys: Vec<String> = candidates.iter().map(|f| identity::prefix_key(*f)).collect();
-                        let found = self.store.load_journals(&keys).await.unwrap_or_default();
+                        let found = self.store.load_journals(&keys).await?;
                         // The longest answered history the request extends.
                         keys.iter()
                             .find_map(|k| found.iter().find(|(key, _)| key == k))
@@ -104,12 +107,15 @@ impl Gateway {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            return ConversationState { id: identity::new_id(head, now), ..ConversationState::default() };
+            return Ok((
+                ConversationState { id: identity::new_id(head, now), ..ConversationState::default() },
+                None,
+            ));
         };
-        match self.load(&identity::state_key(&id)).await.and_then(|v| serde_json::from_value(v).ok()) {
-            Some(state) => state,
-            None => ConversationState { id, ..ConversationState::default() },
-        }
+        Ok(match self.load_state(&id).await? {
+            Some((state, document)) => (state, Some(document)),
+            None => (ConversationState { id, ..ConversationState::default() }, None),
+        })
     }
 
     /// Identifies the request's conversation and reads what is new in it: the head and the
@@ -120,7 +126,7 @@ impl Gateway {
         api: Api,
         headers: &HeaderMap,
         request: &mut Request<'_>,
-    ) -> Result<Done, String> {
+    ) -> Result<Done, Unprepared> {
         let len = request.len();
         let tools = request.tool_names();
         let first = if request.is_empty() { None } else { Some(request.identity_hash(0)?) };
@@ -134,7 +140,8 @@ impl Gateway {
         let candidates: Vec<u64> = (0..hashes.len().min(LOOKBACK))
             .map(|j| identity::anchor(head, len - j, hashes.get(j + 1).copied(), hashes[j]))
             .collect();
-        let mut state = self.identify(headers, head, &candidates).await;
+        let (mut state, stored) =
+            self.identify(headers, head, &candidates).await.map_err(Unprepared::Store)?;
         let from = state.resume_at(len);
         // The last reply's items, for the references to them among the new items.
         request.know_items(&state.reply_items);
@@ -156,6 +163,7 @@ impl Gateway {
             system,
             link: None,
             referable: false,
+            stored,
         })
     }
 
@@ -224,7 +232,8 @@ impl Gateway {
         };
         let mut done = match self.prepare(api, headers, &mut request).await {
             Ok(done) => done,
-            Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
+            Err(Unprepared::Request(e)) => return json(400, &api.error("invalid_request_error", &e), None),
+            Err(Unprepared::Store(e)) => return self.store_failed(api, path, headers, raw, &e).await,
         };
         // A Responses request with `store` on: the client may send the reply's items back as
         // references (with `store: false` the API refuses references, so none are kept).
@@ -269,11 +278,22 @@ impl Gateway {
             Bytes::from(body.to_string())
         };
         let (model, include_usage) = (request.model.clone(), request.include_usage);
+        // A concluded conversation ends with a text answer whatever the upstream does (F11): the
+        // deterministic one stands by, from the last messages.
+        let fallback = match &verdict {
+            Verdict::Conclude { reason } => Some(concluded_text(&mut request, reason)),
+            Verdict::Forward { .. } => None,
+        };
         drop(request);
-        let response = match self.upstream.open(&call, outgoing).await {
-            Ok(response) => response,
-            Err(answer) => {
-                self.save(&done.state, &[], None).await;
+        let response = match (self.upstream.open(&call, outgoing).await, &fallback) {
+            (Ok(response), _) => response,
+            (Err(answer), Some(text)) => {
+                tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, status = answer.status, "gateway: the final answer could not be fetched; the deterministic one is given");
+                let answer = crate::wire::final_text::text_reply(api, &model, text);
+                return self.answer(done, answer, stream, include_usage).await;
+            }
+            (Err(answer), None) => {
+                self.save(&done, &done.state, &[], None, (0, 0)).await;
                 return json(answer.status, &answer.body, Some(&done.state.id));
             }
         };
@@ -286,6 +306,13 @@ impl Gateway {
             return self.relay(done, &model, response);
         }
         let mut answer = crate::upstream::read_json(api, response).await;
+        if let Some(text) = &fallback
+            && api.reply_message(&answer).is_some_and(|m| m.tool_calls().next().is_some())
+        {
+            // The upstream ignored `tool_choice: none`: its calls never reach the client.
+            tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, "gateway: the upstream answered the final-answer request with tool calls; the deterministic answer is given");
+            answer = crate::wire::final_text::text_reply(api, &model, text);
+        }
         // A reply that repeats itself (B14) is cut to its first copy, as by the output limit.
         if let (Some(mut watch), Some(message)) = (self.gate.reply_watch(), api.reply_message(&answer)) {
             let text = message.joined_text().unwrap_or_default();
@@ -304,6 +331,13 @@ impl Gateway {
                 done.state.degenerate_reply = true;
             }
         }
+        self.answer(done, answer, stream, include_usage).await
+    }
+
+    /// Counts and stores a complete answer, then gives it to the client (as the API's event
+    /// stream when it asked for one).
+    async fn answer(&self, done: Done, answer: Value, stream: bool, include_usage: bool) -> Response<Body> {
+        let api = done.api;
         let id = done.state.id.clone();
         let (input, output) = api.usage(&answer);
         let outcome = Replied::of(api, &answer);
@@ -314,4 +348,16 @@ impl Gateway {
             json(200, &answer, Some(&id))
         }
     }
+}
+
+/// The final answer built without the model (F11) for a conversation concluded for `reason`:
+/// the model's latest notes and tool results from the request's last messages.
+fn concluded_text(request: &mut Request<'_>, reason: &str) -> String {
+    let len = request.len();
+    let recent = request.messages(len.saturating_sub(LOOKBACK * 4)..len).map(|(m, _)| m).unwrap_or_default();
+    let cause = looprail_loop_core::outcome::StopCause::Guard {
+        guard: "the looprail gateway".to_owned(),
+        detail: reason.to_owned(),
+    };
+    looprail_loop_core::engine::fallback::deterministic_reply(&cause, &recent)
 }

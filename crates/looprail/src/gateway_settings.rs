@@ -43,6 +43,21 @@ pub struct GatewaySettings {
     /// older messages replaced upstream by a summary (written by `provider.summary_model`,
     /// else the request's model).
     pub compaction: bool,
+    /// What a request gets when its conversation's state cannot be read (the store is down or
+    /// locked): `fail_closed`, a 503 the SDKs retry, nothing forwarded; or `fail_open`,
+    /// forwarded unguarded (logged and counted).
+    pub on_store_error: OnStoreError,
+}
+
+/// The `[gateway] on_store_error` key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnStoreError {
+    /// A 503 the client retries; nothing goes upstream.
+    #[default]
+    FailClosed,
+    /// The request goes upstream unguarded.
+    FailOpen,
 }
 
 impl Default for GatewaySettings {
@@ -59,6 +74,7 @@ impl Default for GatewaySettings {
             record_dir: "looprail-gateway-logs".into(),
             body_limit_mib: 32,
             compaction: false,
+            on_store_error: OnStoreError::FailClosed,
         }
     }
 }
@@ -117,6 +133,15 @@ mod tests {
         ] {
             assert_eq!(LooprailConfig::from_toml_str(toml).unwrap_err().key, key, "{toml}");
         }
+        let toml = "[gateway]\non_store_error = \"fail_open\"\n";
+        assert_eq!(
+            crate::LooprailConfig::from_toml_str(toml).unwrap().gateway.on_store_error,
+            super::OnStoreError::FailOpen
+        );
+        let toml = "[gateway]\non_store_error = \"ignore\"\n";
+        assert!(
+            crate::LooprailConfig::from_toml_str(toml).unwrap_err().to_string().contains("on_store_error")
+        );
         let json = r#"{"gateway": {"record": false, "openai_fallback_models": ["b"], "compaction": true}}"#;
         let config = LooprailConfig::from_json_str(json).unwrap();
         assert!(!config.gateway.record && config.gateway.compaction);

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 pub mod anthropic;
 pub mod cut;
+pub mod final_text;
 pub mod openai;
 pub mod responses;
 

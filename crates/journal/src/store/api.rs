@@ -174,6 +174,18 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// Stores several documents in one transaction (distinct keys).
     async fn save_journals(&self, entries: &[(String, serde_json::Value)]) -> Result<(), JournalError>;
 
+    /// Stores `body` under `key` only while the stored document is still `expected` (`None`: no
+    /// document is stored under `key`): optimistic concurrency for documents several processes
+    /// update, such as the gateway's conversation states. `Ok(false)` when another writer got
+    /// there first; nothing is then written, and the caller reads the document again. Documents
+    /// compare as the JSON text this store writes.
+    async fn swap_journal(
+        &self,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        body: &serde_json::Value,
+    ) -> Result<bool, JournalError>;
+
     // ---- messages and checkpoints (F32, F36) ----
 
     /// Saves a checkpoint in one transaction: the new messages (all of them after a rewrite such

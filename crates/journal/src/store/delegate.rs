@@ -127,6 +127,14 @@ macro_rules! delegate_run_store {
             ) -> Result<(), JournalError> {
                 $store::save_journal(self, conversation, body).await
             }
+            async fn swap_journal(
+                &self,
+                key: &str,
+                expected: Option<&serde_json::Value>,
+                body: &serde_json::Value,
+            ) -> Result<bool, JournalError> {
+                $store::swap_journal(self, key, expected, body).await
+            }
             async fn save_checkpoint(
                 &self,
                 run_id: &str,

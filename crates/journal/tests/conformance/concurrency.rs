@@ -162,3 +162,32 @@ pub async fn concurrent_reconcilers_count_each_run_once(backend: Backend) {
     assert_eq!(total, 10, "each stale run timed out by exactly one reconciler");
     assert!(store.runs().await.unwrap().iter().all(|r| r.status == RunStatus::TimedOut));
 }
+
+/// Documents several processes update (the gateway's conversation states) are swapped only
+/// while they are as read: 40 writers at once, each reading, adding one and swapping (reading
+/// again when another got there first), lose no update.
+pub async fn swapped_documents_lose_no_concurrent_update(backend: Backend) {
+    let store = backend.open().await;
+    let doc = |n: u64| serde_json::json!({"id": "c", "requests": n, "note": "a \"quoted\" é"});
+    assert!(store.swap_journal("k", None, &doc(0)).await.unwrap(), "absent: inserted");
+    assert!(!store.swap_journal("k", None, &doc(9)).await.unwrap(), "present: not inserted again");
+    assert!(!store.swap_journal("k", Some(&doc(5)), &doc(9)).await.unwrap(), "not as expected");
+    assert_eq!(store.load_journal("k").await.unwrap(), Some(doc(0)));
+    let mut writers = Vec::new();
+    for _ in 0..40 {
+        let store = store.clone();
+        writers.push(tokio::spawn(async move {
+            loop {
+                let read = store.load_journal("k").await.unwrap().unwrap();
+                let next = doc(read["requests"].as_u64().unwrap() + 1);
+                if store.swap_journal("k", Some(&read), &next).await.unwrap() {
+                    return;
+                }
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert_eq!(store.load_journal("k").await.unwrap(), Some(doc(40)));
+}

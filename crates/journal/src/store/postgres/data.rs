@@ -316,6 +316,33 @@ impl PostgresStore {
         Ok(())
     }
 
+    /// Stores `body` only while the stored document is `expected` (see `RunStore::swap_journal`).
+    pub(super) async fn swap_journal(
+        &self,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        body: &serde_json::Value,
+    ) -> Result<bool, JournalError> {
+        let done = match expected {
+            None => sqlx::query(
+                "INSERT INTO journals (conversation, body, updated_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (conversation) DO NOTHING",
+            )
+            .bind(key)
+            .bind(body.to_string())
+            .bind(now_ms()),
+            Some(expected) => sqlx::query(
+                "UPDATE journals SET body = $2, updated_at = $3 WHERE conversation = $1 AND body = $4",
+            )
+            .bind(key)
+            .bind(body.to_string())
+            .bind(now_ms())
+            .bind(expected.to_string()),
+        };
+        let done = done.execute(&self.pool).await.map_err(db)?;
+        Ok(done.rows_affected() == 1)
+    }
+
     pub(super) async fn load_journals(
         &self,
         keys: &[String],

@@ -41,6 +41,33 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// Stores `body` only while the stored document is `expected` (see `RunStore::swap_journal`).
+    pub(super) async fn swap_journal(
+        &self,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        body: &serde_json::Value,
+    ) -> Result<bool, JournalError> {
+        let done = match expected {
+            None => sqlx::query(
+                "INSERT INTO journals (conversation, body, updated_at) VALUES (?, ?, ?)
+                 ON CONFLICT (conversation) DO NOTHING",
+            )
+            .bind(key)
+            .bind(body.to_string())
+            .bind(now_ms()),
+            Some(expected) => sqlx::query(
+                "UPDATE journals SET body = ?, updated_at = ? WHERE conversation = ? AND body = ?",
+            )
+            .bind(body.to_string())
+            .bind(now_ms())
+            .bind(key)
+            .bind(expected.to_string()),
+        };
+        let done = done.execute(&self.pool).await.map_err(self.db())?;
+        Ok(done.rows_affected() == 1)
+    }
+
     pub(super) async fn load_journals(
         &self,
         keys: &[String],

@@ -1,0 +1,107 @@
+//! A conversation's state in the store, shared by every replica: read with the exact document
+//! it was read as, and written back only while that document is still there (optimistic
+//! concurrency, `RunStore::swap_journal`). When another request of the same conversation (on
+//! this replica or another) saved first, the state is read again and this request's part done
+//! again on it: its new messages observed (those the other did not already observe), its reply's
+//! tokens counted. No lock is held while the upstream answers, so parallel requests never wait
+//! for each other; none loses its update.
+//!
+//! Why not a lock per conversation: a request holds its conversation for as long as the model
+//! takes to answer (seconds to minutes); a lock would serialise a client's parallel requests
+//! and strand a conversation whose replica died holding it.
+
+use serde_json::Value;
+
+use crate::Gateway;
+use crate::conversation::ConversationState;
+use crate::finish::Done;
+use crate::identity;
+
+/// How many times a save is tried against concurrent writers before it is given up (logged).
+const SWAP_ATTEMPTS: u32 = 64;
+
+impl Gateway {
+    /// The stored state of conversation `id`, with the document it was read as; `None` when
+    /// none is stored. A store that cannot be read is an error (never a fresh start).
+    pub(crate) async fn load_state(
+        &self,
+        id: &str,
+    ) -> Result<Option<(ConversationState, Value)>, looprail_journal::JournalError> {
+        let Some(document) = self.store.load_journal(&identity::state_key(id)).await? else {
+            return Ok(None);
+        };
+        match serde_json::from_value(document.clone()) {
+            Ok(state) => Ok(Some((state, document))),
+            Err(e) => {
+                // A row this version cannot read (a newer gateway wrote it): started over,
+                // loudly; the swap still compares against the row as read.
+                tracing::warn!(name: "gateway.state.unreadable", target: "looprail", conversation = %id, error = %e, "gateway: a stored conversation state could not be read; starting it over");
+                Ok(Some((ConversationState { id: id.to_owned(), ..ConversationState::default() }, document)))
+            }
+        }
+    }
+
+    /// Stores `state` as the state `done` was read with, unless another request saved the
+    /// conversation meanwhile: then this request's part is done again on what that one saved.
+    /// `usage` is the reply's tokens (already counted in `state`).
+    pub(crate) async fn store_state(&self, done: &Done, state: &ConversationState, usage: (u64, u64)) {
+        let key = identity::state_key(&state.id);
+        let mut expected = done.stored.clone();
+        let mut next = state.clone();
+        for attempt in 0..SWAP_ATTEMPTS {
+            let body = serde_json::to_value(&next).unwrap_or_default();
+            match self.store.swap_journal(&key, expected.as_ref(), &body).await {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation state not saved");
+                    return;
+                }
+            }
+            // Another request saved first: its state, with this request's part done again.
+            let latest = match self.load_state(&state.id).await {
+                Ok(latest) => latest,
+                Err(e) => {
+                    tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation state not saved");
+                    return;
+                }
+            };
+            let (mut merged, document) = match latest {
+                Some((merged, document)) => (merged, Some(document)),
+                None => (ConversationState { id: state.id.clone(), ..ConversationState::default() }, None),
+            };
+            self.redo(done, state, &mut merged, usage);
+            next = merged;
+            expected = document;
+            if attempt > 2 {
+                tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20)))).await;
+            }
+        }
+        tracing::warn!(name: "gateway.state.contended", target: "looprail", conversation = %state.id, "gateway: conversation state not saved after {SWAP_ATTEMPTS} concurrent updates");
+    }
+
+    /// Does this request's part again on `latest`: observes the new messages it does not hold
+    /// yet, counts the reply, and keeps what only this request knows.
+    fn redo(&self, done: &Done, mine: &ConversationState, latest: &mut ConversationState, usage: (u64, u64)) {
+        let now = looprail_journal::now_ms();
+        if latest.seen < done.len {
+            // Its history covers this request's start (or it was started over): the messages
+            // past what it saw are observed.
+            let skip =
+                latest.seen.checked_sub(done.from).map_or(0, |k| done.starts.get(k).copied().unwrap_or(0));
+            let new = done.new.get(skip..).unwrap_or_default();
+            let _ = self.gate.observe_new(latest, new, done.len, &done.tools, now);
+        } else {
+            latest.requests += 1;
+        }
+        self.gate.replied(latest, usage.0, usage.1);
+        latest.degenerate_reply |= mine.degenerate_reply;
+        latest.recorded = latest.recorded.max(mine.recorded);
+        if latest.summary.as_ref().map_or(0, |s| s.upto) < mine.summary.as_ref().map_or(0, |s| s.upto) {
+            latest.summary.clone_from(&mine.summary);
+        }
+        if !mine.reply_items.is_empty() {
+            latest.reply_items.clone_from(&mine.reply_items);
+        }
+    }
+}
