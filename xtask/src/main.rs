@@ -7,14 +7,18 @@
 //!   the database cannot be fetched; installs cargo-deny if missing.
 //! - `bench`: every crate's benchmarks, then one table of median figures against their targets;
 //!   `bench audit`: the audit against a one-rule Python script and against reading and parsing
-//!   the same files ([`mod@bench`]).
+//!   the same files ([`mod@bench`]); `bench hook`: the hook command, a process per event.
 //! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
-//!   their last tag; a dry run unless told otherwise (see [`release`]).
+//!   their last tag, and of the wheels and npm packages `dist` built; a dry run unless told
+//!   otherwise (see [`release`]).
+//! - `dist [--target TRIPLE] [--check]`: the `looprail` binary as a Python wheel and npm
+//!   packages, for people without Rust; `--check` installs and runs them ([`mod@dist`]).
 //! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
 //! - `chaos`: the full multi-worker chaos test (200 runs on 20 lanes, 3 workers SIGKILLed at
 //!   random, PostgreSQL); CI runs a shorter one.
 
 mod bench;
+mod dist;
 mod hook_speed;
 
 use std::process::{Command, ExitCode};
@@ -236,6 +240,7 @@ fn release(flags: &[String]) -> Result<(), String> {
         publish_args.push("--dry-run");
     }
     cargo(&publish_args, &[])?;
+    dist::publish_packages(&version, publish)?;
     if tag {
         for (name, _, _) in &plan {
             git(&["tag", &format!("{name}-v{version}")])?;
@@ -297,10 +302,16 @@ fn main() -> ExitCode {
         Some("bench") => bench(),
         Some("deny") => deny(),
         Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("dist") => dist::dist(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("docs") => docs(),
         Some("chaos") => chaos(),
-        Some(other) => Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, docs, chaos")),
-        None => Err("usage: cargo xtask <ci|deny|bench [audit|hook]|release|docs|chaos>".to_owned()),
+        Some(other) => {
+            Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, dist, docs, chaos"))
+        }
+        None => Err(
+            "usage: cargo xtask <ci|deny|bench [audit|hook]|release|dist [--target T] [--check]|docs|chaos>"
+                .to_owned(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
