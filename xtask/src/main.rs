@@ -7,7 +7,9 @@
 //!   the database cannot be fetched; installs cargo-deny if missing.
 //! - `bench`: every crate's benchmarks, then one table of median figures against their targets;
 //!   `bench audit`: the audit against a one-rule Python script and against reading and parsing
-//!   the same files ([`mod@bench`]); `bench hook`: the hook command, a process per event.
+//!   the same files ([`mod@bench`]); `bench hook`: the hook command, a process per event;
+//!   `bench gateway-peers`: the gateway beside nginx and the LiteLLM proxy, one fake upstream,
+//!   the same loads ([`mod@gateway_peers`]).
 //! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
 //!   their last tag, and of the wheels and npm packages `dist` built; a dry run unless told
 //!   otherwise (see [`release`]).
@@ -19,6 +21,7 @@
 
 mod bench;
 mod dist;
+mod gateway_peers;
 mod hook_speed;
 
 use std::process::{Command, ExitCode};
@@ -299,6 +302,11 @@ fn main() -> ExitCode {
         }
         Some("bench") if std::env::args().nth(2).as_deref() == Some("hook") => hook_speed::hook_speed()
             .and_then(|missed| if missed == 0 { Ok(()) } else { Err("the hook missed its target".into()) }),
+        Some("bench") if std::env::args().nth(2).as_deref() == Some("gateway-peers") => {
+            gateway_peers::gateway_peers().and_then(|missed| {
+                if missed == 0 { Ok(()) } else { Err("the gateway missed a target beside its peers".into()) }
+            })
+        }
         Some("bench") => bench(),
         Some("deny") => deny(),
         Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
@@ -309,7 +317,7 @@ fn main() -> ExitCode {
             Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, dist, docs, chaos"))
         }
         None => Err(
-            "usage: cargo xtask <ci|deny|bench [audit|hook]|release|dist [--target T] [--check]|docs|chaos>"
+            "usage: cargo xtask <ci|deny|bench [audit|hook|gateway-peers]|release|dist [--target T] [--check]|docs|chaos>"
                 .to_owned(),
         ),
     };

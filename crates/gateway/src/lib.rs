@@ -199,6 +199,14 @@ pub async fn serve(
     gateway: Arc<Gateway>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), GatewayError> {
+    use axum::serve::ListenerExt;
+    // Replies go out as soon as they are written: with Nagle's algorithm on, the last small
+    // write of a streamed reply waits for the client's delayed ACK (40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::warn!(%error, "cannot set TCP_NODELAY on a client connection");
+        }
+    });
     axum::serve(listener, router(gateway))
         .with_graceful_shutdown(shutdown)
         .await

@@ -66,7 +66,10 @@ impl SqliteStore {
         // answers "busy" without waiting, so the connect itself is retried within the timeout.
         let deadline = tokio::time::Instant::now() + busy_timeout;
         let pool = loop {
-            match SqlitePoolOptions::new().max_connections(4).connect_with(options.clone()).await {
+            // A connection to a local file does not go stale: no ping before each use (it cost
+            // a round trip to the connection's thread per statement).
+            let pool_options = SqlitePoolOptions::new().max_connections(4).test_before_acquire(false);
+            match pool_options.connect_with(options.clone()).await {
                 Ok(pool) => break pool,
                 Err(e) => match JournalError::from_sqlx(e, busy_ms) {
                     JournalError::Locked { .. } if tokio::time::Instant::now() < deadline => {

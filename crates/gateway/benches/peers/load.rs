@@ -1,0 +1,157 @@
+//! The load generator: one request timed from when it was sent to its first and its last body
+//! byte, and the three loads (one client in turn over every system; an open loop at a fixed
+//! rate, each request sent on time whether or not earlier ones were answered, so a slow system
+//! cannot slow the load down and hide its queue; a closed loop of many clients for the highest
+//! rate a system sustains).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+
+use crate::requests::{Api, body};
+
+/// The key every request carries (LiteLLM's master key; the others do not check it).
+pub const CLIENT_KEY: &str = "sk-looprail-bench-0123456789";
+
+/// A request that takes longer than this is an error.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One request's times (from when it was sent), or an error.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// Until the first byte of the body.
+    pub first: Duration,
+    /// Until the last byte of the body.
+    pub last: Duration,
+    /// An error status, a broken connection or a timeout.
+    pub failed: bool,
+}
+
+/// A system under measurement: its name and where requests go.
+#[derive(Clone)]
+pub struct Target {
+    /// direct, nginx, litellm or looprail.
+    pub system: &'static str,
+    /// The base URL (without `/v1`).
+    pub base: String,
+    client: reqwest::Client,
+    sent: Arc<AtomicU64>,
+}
+
+impl Target {
+    /// A target with its own connection pool.
+    pub fn new(system: &'static str, base: String) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder().timeout(TIMEOUT).pool_max_idle_per_host(4_096).build()?;
+        Ok(Self { system, base, client, sent: Arc::new(AtomicU64::new(0)) })
+    }
+
+    /// The next request's body: a conversation no earlier request to this system began.
+    pub fn next_body(&self, api: Api, stream: bool) -> String {
+        let n = self.sent.fetch_add(1, Ordering::Relaxed);
+        body(api, stream, &format!("{}-{}-{n}", self.system, std::process::id()))
+    }
+
+    /// Sends `body`, timing from `due` (now, or when it was sent).
+    pub async fn send(&self, api: Api, body: String, due: Instant) -> Sample {
+        let failed = |due: Instant| Sample { first: due.elapsed(), last: due.elapsed(), failed: true };
+        let response = self
+            .client
+            .post(format!("{}{}", self.base, api.path()))
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {CLIENT_KEY}"))
+            .header("x-api-key", CLIENT_KEY)
+            .header("anthropic-version", "2023-06-01")
+            .body(body)
+            .send()
+            .await;
+        let Ok(response) = response else { return failed(due) };
+        let ok = response.status().is_success();
+        let mut chunks = response.bytes_stream();
+        let mut first = None;
+        let mut bytes = 0;
+        while let Some(chunk) = chunks.next().await {
+            let Ok(chunk) = chunk else { return failed(due) };
+            if !chunk.is_empty() {
+                first.get_or_insert_with(|| due.elapsed());
+                bytes += chunk.len();
+            }
+        }
+        let last = due.elapsed();
+        Sample { first: first.unwrap_or(last), last, failed: !ok || bytes == 0 }
+    }
+}
+
+/// `rounds` requests from one client, the systems taking turns request by request (so the
+/// machine's drift falls on all alike); one list of samples per target.
+pub async fn sequential(targets: &[Target], api: Api, stream: bool, rounds: usize) -> Vec<Vec<Sample>> {
+    let mut samples = vec![Vec::with_capacity(rounds); targets.len()];
+    for _ in 0..rounds {
+        for (target, out) in targets.iter().zip(&mut samples) {
+            let body = target.next_body(api, stream);
+            out.push(target.send(api, body, Instant::now()).await);
+        }
+    }
+    samples
+}
+
+/// An open loop: a request due every `1 / rps` seconds for `length`, each sent when due whether
+/// or not earlier ones have been answered. Returns the samples and the achieved rate (answered
+/// requests over the time until the last answer).
+pub async fn open(target: &Target, api: Api, stream: bool, rps: f64, length: Duration) -> (Vec<Sample>, f64) {
+    let count = (rps * length.as_secs_f64()).round() as usize;
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(count);
+    for i in 0..count {
+        let body = target.next_body(api, stream);
+        tokio::time::sleep_until((started + Duration::from_secs_f64(i as f64 / rps)).into()).await;
+        // Timed from now, not from when it was due: the timer wakes up to a millisecond late,
+        // and the generator never waits for an answer, so no queue hides behind the lateness.
+        let (target, sent) = (target.clone(), Instant::now());
+        tasks.push(tokio::spawn(async move { target.send(api, body, sent).await }));
+    }
+    collect(tasks, started).await
+}
+
+/// A closed loop: `clients` clients each sending its next request when the last is answered,
+/// for `length`. Returns the samples and the achieved rate.
+pub async fn closed(
+    target: &Target,
+    api: Api,
+    stream: bool,
+    clients: usize,
+    length: Duration,
+) -> (Vec<Sample>, f64) {
+    let started = Instant::now();
+    let tasks = (0..clients)
+        .map(|_| {
+            let target = target.clone();
+            tokio::spawn(async move {
+                let mut samples = Vec::new();
+                while started.elapsed() < length {
+                    let body = target.next_body(api, stream);
+                    samples.push(target.send(api, body, Instant::now()).await);
+                }
+                samples
+            })
+        })
+        .collect::<Vec<_>>();
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await.unwrap_or_default());
+    }
+    let answered = samples.iter().filter(|s| !s.failed).count();
+    (samples, answered as f64 / started.elapsed().as_secs_f64())
+}
+
+async fn collect(tasks: Vec<tokio::task::JoinHandle<Sample>>, started: Instant) -> (Vec<Sample>, f64) {
+    let mut samples = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        if let Ok(sample) = task.await {
+            samples.push(sample);
+        }
+    }
+    let answered = samples.iter().filter(|s| !s.failed).count();
+    (samples, answered as f64 / started.elapsed().as_secs_f64())
+}

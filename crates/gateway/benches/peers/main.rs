@@ -1,0 +1,262 @@
+//! `cargo xtask bench gateway-peers` (issue 37): looprail's gateway side by side with the
+//! gateways users run today, measured in one run on one machine against one fake upstream.
+//!
+//! The systems: the upstream direct, nginx as a plain reverse proxy (the floor for any HTTP
+//! proxy), the LiteLLM proxy, and `looprail gateway` with its defaults. Each is sent the same
+//! requests (OpenAI Chat Completions and Anthropic Messages, streamed and not; a new agent
+//! conversation per request) at the same loads: one client, the systems taking turns request
+//! by request; open loops at 100 and 1,000 requests/s; a closed loop of many clients for the
+//! highest rate sustained. Added latency is a system's percentile minus the direct upstream's
+//! at the same load. Rows go to `target/bench/gateway-peers.json` and a table; the issue's
+//! targets are checked last (exit status 1 when one is missed).
+//!
+//! The xtask provides the programs (environment): `LOOPRAIL_PEERS_LOOPRAIL` (the release
+//! binary), `LOOPRAIL_PEERS_NGINX`, `LOOPRAIL_PEERS_LITELLM` (its venv's `litellm`), each
+//! `LOOPRAIL_PEERS_<NAME>_REASON` when it could not be had; `LOOPRAIL_PEERS_QUICK=1` shortens
+//! every load (a smoke run, not figures); `LOOPRAIL_PEERS_SYSTEMS=nginx,looprail` measures only
+//! the systems named (and the upstream direct).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+mod load;
+mod report;
+mod requests;
+mod systems;
+mod targets;
+mod upstream;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use load::Target;
+use report::{Load, Row};
+use requests::Api;
+use serde_json::json;
+
+/// Clients of the closed loop (the highest sustained rate).
+const MAX_CLIENTS: usize = 64;
+
+/// How long each load runs.
+struct Lengths {
+    rounds: usize,
+    open_100: Duration,
+    open_1000: Duration,
+    max: Duration,
+}
+
+/// A peer's program from the environment, or why there is none.
+fn program(name: &str) -> Result<PathBuf, String> {
+    let key = format!("LOOPRAIL_PEERS_{name}");
+    match std::env::var_os(&key).map(PathBuf::from) {
+        Some(path) if path.exists() => Ok(path),
+        Some(path) => Err(format!("{} does not exist", path.display())),
+        None => Err(std::env::var(format!("{key}_REASON"))
+            .unwrap_or_else(|_| format!("{key} not set (run `cargo xtask bench gateway-peers`)"))),
+    }
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Starts every system; a peer that cannot be started is its reason.
+async fn systems(
+    upstream: &str,
+    dir: &Path,
+) -> Vec<(&'static str, Result<(Target, Option<systems::Running>), String>)> {
+    let mut started = vec![(
+        "direct",
+        Target::new("direct", upstream.to_owned()).map(|t| (t, None)).map_err(|e| e.to_string()),
+    )];
+    let looprail = program("LOOPRAIL").or_else(|reason| {
+        let built = workspace().join("target/release/looprail");
+        if built.exists() { Ok(built) } else { Err(reason) }
+    });
+    // LiteLLM last: past its capacity it works off its backlog after the load stops, so what
+    // comes after it waits until it is idle again (`settle`).
+    let peers: [(&'static str, Result<PathBuf, String>); 3] =
+        [("nginx", program("NGINX")), ("looprail", looprail), ("litellm", program("LITELLM"))];
+    // LOOPRAIL_PEERS_SYSTEMS=nginx,looprail measures only those (beside the upstream direct).
+    let only = std::env::var("LOOPRAIL_PEERS_SYSTEMS").ok();
+    for (system, program) in peers {
+        let program = match &only {
+            Some(only) if !only.split(',').any(|s| s.trim() == system) => {
+                Err("not chosen (LOOPRAIL_PEERS_SYSTEMS)".to_owned())
+            }
+            _ => program,
+        };
+        let sub = dir.join(system);
+        let _ = std::fs::create_dir_all(&sub);
+        let running = match program {
+            Err(reason) => Err(reason),
+            Ok(program) => match system {
+                "nginx" => systems::nginx(&program, upstream, &sub).await,
+                "litellm" => systems::litellm(&program, upstream, &sub).await,
+                _ => systems::looprail(&program, upstream, &sub).await,
+            },
+        };
+        let entry = running.and_then(|r| {
+            Target::new(system, r.base.clone()).map(|t| (t, Some(r))).map_err(|e| e.to_string())
+        });
+        if let Err(reason) = &entry {
+            eprintln!("{system}: unavailable: {reason}");
+        }
+        started.push((system, entry));
+    }
+    started
+}
+
+/// Waits until `target` answers promptly again (a system past its capacity is still working off
+/// its backlog when the load stops, taking the cores from whatever is measured next).
+async fn settle(target: &Target, api: Api) {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        let probe = target.send(api, target.next_body(api, false), std::time::Instant::now()).await;
+        if !probe.failed && probe.last < Duration::from_millis(200) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!("{} still busy after 60 s", target.system);
+}
+
+async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths: &Lengths) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for api in [Api::OpenAi, Api::Anthropic] {
+        for stream in [false, true] {
+            let loads = [Load::Sequential, Load::Open(100.0), Load::Open(1_000.0), Load::Max(MAX_CLIENTS)];
+            for load in loads {
+                eprintln!("measuring {} stream={stream} {load:?}", api.name());
+                let mut cell: Vec<Row> = match load {
+                    Load::Sequential => load::sequential(targets, api, stream, lengths.rounds)
+                        .await
+                        .iter()
+                        .zip(targets)
+                        .map(|(samples, t)| Row::measured(t.system, api.name(), stream, load, samples, 0.0))
+                        .collect(),
+                    _ => {
+                        let mut cell = Vec::new();
+                        for target in targets {
+                            let (samples, rate) = match load {
+                                Load::Open(rps) => {
+                                    let length =
+                                        if rps > 500.0 { lengths.open_1000 } else { lengths.open_100 };
+                                    load::open(target, api, stream, rps, length).await
+                                }
+                                _ => load::closed(target, api, stream, MAX_CLIENTS, lengths.max).await,
+                            };
+                            cell.push(Row::measured(target.system, api.name(), stream, load, &samples, rate));
+                            settle(target, api).await;
+                        }
+                        cell
+                    }
+                };
+                if let Load::Sequential = load {
+                    // One client in turn: requests per second is what that one client saw.
+                    for row in &mut cell {
+                        row.achieved_rps = row.last.map_or(0.0, |s| 1_000.0 / s.p50.max(1e-6));
+                    }
+                }
+                let direct = cell.iter().find(|r| r.system == "direct").cloned();
+                for row in &mut cell {
+                    if let (Some(direct), true) = (&direct, row.system != "direct") {
+                        row.against(direct);
+                    }
+                }
+                rows.extend(cell);
+                rows.extend(
+                    skipped
+                        .iter()
+                        .map(|(system, reason)| Row::unavailable(system, api.name(), stream, load, reason)),
+                );
+            }
+        }
+    }
+    rows
+}
+
+async fn run() -> Result<usize, String> {
+    let quick = std::env::var("LOOPRAIL_PEERS_QUICK").is_ok_and(|v| v == "1");
+    let lengths = if quick {
+        Lengths {
+            rounds: 60,
+            open_100: Duration::from_secs(1),
+            open_1000: Duration::from_millis(500),
+            max: Duration::from_secs(1),
+        }
+    } else {
+        Lengths {
+            rounds: 400,
+            open_100: Duration::from_secs(5),
+            open_1000: Duration::from_secs(3),
+            max: Duration::from_secs(4),
+        }
+    };
+    let upstream = upstream::start().await.map_err(|e| format!("cannot start the fake upstream: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let started = systems(&upstream, dir.path()).await;
+    let (mut targets, mut skipped, mut running) = (Vec::new(), Vec::new(), Vec::new());
+    for (system, entry) in started {
+        match entry {
+            Ok((target, process)) => {
+                targets.push(target);
+                running.extend(process);
+            }
+            Err(reason) => skipped.push((system, reason)),
+        }
+    }
+    // Warm every system: connections open, caches and the store's file in use.
+    for target in &targets {
+        for api in [Api::OpenAi, Api::Anthropic] {
+            for stream in [false, true] {
+                load::closed(target, api, stream, 8, Duration::from_millis(300)).await;
+            }
+        }
+    }
+    let rows = measure(&targets, &skipped, &lengths).await;
+    drop(running);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    report::print(&rows);
+    let out = std::env::var_os("LOOPRAIL_PEERS_OUT")
+        .map_or_else(|| workspace().join("target/bench/gateway-peers.json"), PathBuf::from);
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let document = json!({
+        "machine": {"cores": cores, "cpu": cpu_model(), "quick": quick},
+        "versions": {"nginx": std::env::var("LOOPRAIL_PEERS_NGINX_VERSION").ok(),
+            "litellm": std::env::var("LOOPRAIL_PEERS_LITELLM_VERSION").ok()},
+        "rows": rows.iter().map(|r| r.json(cores)).collect::<Vec<_>>(),
+    });
+    let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
+    std::fs::write(&out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    println!("rows written to {}", out.display());
+    Ok(targets::check(&rows, MAX_CLIENTS))
+}
+
+/// The CPU's model name, when the system says it.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_owned())
+}
+
+fn main() -> ExitCode {
+    // reqwest is built without a default TLS provider in this workspace (ring, as the gateway).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    match runtime.block_on(run()) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(missed) => {
+            println!("{missed} target(s) missed");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("gateway-peers: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

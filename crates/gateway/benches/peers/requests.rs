@@ -1,0 +1,89 @@
+//! The requests every system is sent: an agent's conversation a few steps in (a system prompt,
+//! the task, two tool calls with their results, a declared tool), a new conversation per request
+//! (its tag), so the gateway runs its whole guard stack and writes a new state each time.
+
+use serde_json::{Value, json};
+
+/// The API a request speaks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Api {
+    /// OpenAI Chat Completions.
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Api {
+    /// The row's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+
+    /// The route below the base URL.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::OpenAi => "/v1/chat/completions",
+            Api::Anthropic => "/v1/messages",
+        }
+    }
+
+    /// The model name: a real one, so LiteLLM takes its usual path (its price table knows
+    /// it); its config routes each to the fake upstream.
+    pub fn model(self) -> &'static str {
+        match self {
+            Api::OpenAi => "gpt-4o-mini",
+            Api::Anthropic => "claude-3-5-haiku-20241022",
+        }
+    }
+}
+
+const SYSTEM: &str = "You are a coding agent. Use the tools to inspect the repository, then answer briefly.";
+
+fn output(step: usize) -> String {
+    (0..6)
+        .map(|line| format!("src/module_{step}_{line}.rs: fn handler_{line}() -> Result<(), Error>\n"))
+        .collect()
+}
+
+/// The JSON body of request `tag` (unique per request) for `api`, streamed or not.
+pub fn body(api: Api, stream: bool, tag: &str) -> String {
+    let task = format!("Task {tag}: find where the application reads its configuration.");
+    let queries = ["config loading", "app.toml"];
+    let body: Value = match api {
+        Api::OpenAi => {
+            let mut messages =
+                vec![json!({"role": "system", "content": SYSTEM}), json!({"role": "user", "content": task})];
+            for (step, query) in queries.iter().enumerate() {
+                let id = format!("call_{tag}_{step}");
+                messages.push(
+                    json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                    "function": {"name": "search", "arguments": json!({"query": query}).to_string()}}]}),
+                );
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": output(step)}));
+            }
+            let mut body = json!({"model": api.model(), "messages": messages, "tools": [{"type": "function",
+                "function": {"name": "search", "description": "Search the repository",
+                    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]});
+            if stream {
+                body["stream"] = json!(true);
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            body
+        }
+        Api::Anthropic => {
+            let mut messages = vec![json!({"role": "user", "content": task})];
+            for (step, query) in queries.iter().enumerate() {
+                let id = format!("toolu_{tag}_{step}");
+                messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "search", "input": {"query": query}}]}));
+                messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output(step)}]}));
+            }
+            json!({"model": api.model(), "max_tokens": 512, "system": SYSTEM, "messages": messages, "stream": stream,
+                "tools": [{"name": "search", "description": "Search the repository",
+                    "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}]})
+        }
+    };
+    body.to_string()
+}

@@ -1,0 +1,148 @@
+//! The systems measured besides the upstream itself, each started as its own process in front of
+//! the fake upstream, pointed at it by its own configuration: nginx as a plain reverse proxy,
+//! the LiteLLM proxy, and `looprail gateway` with its defaults (the whole guard stack, a SQLite
+//! store, every conversation recorded). A system that cannot be started is a reason, not a crash.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::load::Target;
+use crate::requests::Api;
+
+/// How long a system may take to answer its first request (LiteLLM imports for seconds).
+const STARTUP: Duration = Duration::from_secs(120);
+
+/// A started system; the process is stopped when this is dropped.
+pub struct Running {
+    child: Child,
+    /// Where requests go.
+    pub base: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port free on loopback now (the system binds it right after).
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// The last lines a system wrote to its log, for the reason it did not start.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(3).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
+/// Starts `command` (its output into `log`) and waits until it answers both APIs.
+async fn start(
+    system: &'static str,
+    mut command: Command,
+    base: String,
+    log: &Path,
+) -> Result<Running, String> {
+    let file = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(file)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", command.get_program().to_string_lossy()))?;
+    let mut running = Running { child, base };
+    let target = Target::new(system, running.base.clone()).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    for api in [Api::OpenAi, Api::Anthropic] {
+        loop {
+            if let Ok(Some(status)) = running.child.try_wait() {
+                return Err(format!("{system} exited ({status}): {}", log_tail(log)));
+            }
+            if !target.send(api, target.next_body(api, false), Instant::now()).await.failed {
+                break;
+            }
+            if started.elapsed() > STARTUP {
+                return Err(format!(
+                    "{system} did not answer {} within {STARTUP:?}: {}",
+                    api.name(),
+                    log_tail(log)
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    Ok(running)
+}
+
+/// nginx as a plain reverse proxy: its workers (one per core), kept-alive upstream connections,
+/// no buffering (streams pass as they come), no access log.
+pub async fn nginx(program: &Path, upstream: &str, dir: &Path) -> Result<Running, String> {
+    let port = free_port()?;
+    let upstream = upstream.trim_start_matches("http://");
+    let dir_text = dir.display();
+    let conf = format!(
+        "worker_processes auto;\nuser root;\npid {dir_text}/nginx.pid;\nerror_log {dir_text}/nginx-error.log warn;\n\
+         events {{ worker_connections 8192; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {dir_text}/body;\n  proxy_temp_path {dir_text}/proxy;\n\
+         \x20 fastcgi_temp_path {dir_text}/fastcgi;\n  uwsgi_temp_path {dir_text}/uwsgi;\n  scgi_temp_path {dir_text}/scgi;\n\
+         \x20 keepalive_requests 1000000;\n  upstream fake {{ server {upstream}; keepalive 256; }}\n\
+         \x20 server {{\n    listen 127.0.0.1:{port};\n    location / {{\n      proxy_pass http://fake;\n\
+         \x20     proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n      proxy_buffering off;\n    }}\n  }}\n}}\n"
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).map_err(|e| e.to_string())?;
+    let mut command = Command::new(program);
+    command.arg("-c").arg(&path).arg("-p").arg(dir).args(["-g", "daemon off;"]);
+    start("nginx", command, format!("http://127.0.0.1:{port}"), &dir.join("nginx.log")).await
+}
+
+/// The LiteLLM proxy with both models routed to the fake upstream: one worker process per core
+/// (as its production guide advises), no database. It refuses to start without a master key (clients then send it), as a
+/// deployment would have one.
+pub async fn litellm(program: &Path, upstream: &str, dir: &Path) -> Result<Running, String> {
+    let port = free_port()?;
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let conf = format!(
+        "model_list:\n  - model_name: {openai}\n    litellm_params:\n      model: openai/{openai}\n\
+         \x20     api_base: {upstream}/v1\n      api_key: bench-key\n  - model_name: {anthropic}\n\
+         \x20   litellm_params:\n      model: anthropic/{anthropic}\n      api_base: {upstream}\n\
+         \x20     api_key: bench-key\n",
+        openai = Api::OpenAi.model(),
+        anthropic = Api::Anthropic.model(),
+    );
+    let path = dir.join("litellm.yaml");
+    std::fs::write(&path, conf).map_err(|e| e.to_string())?;
+    let mut command = Command::new(program);
+    command
+        .arg("--config")
+        .arg(&path)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--num_workers", &workers.to_string()])
+        .env("LITELLM_LOG", "ERROR")
+        .env("LITELLM_TELEMETRY", "False")
+        .env("LITELLM_MASTER_KEY", crate::load::CLIENT_KEY)
+        .current_dir(dir);
+    start("litellm", command, format!("http://127.0.0.1:{port}"), &dir.join("litellm.log")).await
+}
+
+/// `looprail gateway` with its defaults: the guard stack, a SQLite store, recording on.
+pub async fn looprail(program: &Path, upstream: &str, dir: &Path) -> Result<Running, String> {
+    let port = free_port()?;
+    let store: PathBuf = dir.join("looprail.db");
+    let mut command = Command::new(program);
+    command
+        .args(["gateway", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--store")
+        .arg(&store)
+        .args(["--openai-upstream", upstream, "--anthropic-upstream", upstream])
+        .arg("--record-dir")
+        .arg(dir.join("records"))
+        .env_remove("LOOPRAIL_STORE")
+        .env_remove("LOOPRAIL_GATEWAY_KEY")
+        .env_remove("LOOPRAIL_CONFIG")
+        .env("RUST_LOG", "warn");
+    start("looprail", command, format!("http://127.0.0.1:{port}"), &dir.join("looprail.log")).await
+}
