@@ -10,7 +10,13 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
-use crate::requests::{Api, body};
+use crate::requests::{Api, body, nth};
+
+/// A request ready to send: its conversation's name and its body.
+pub struct Prepared {
+    run: String,
+    body: String,
+}
 
 /// The key every request carries (LiteLLM's master key; the others do not check it).
 pub const CLIENT_KEY: &str = "sk-looprail-bench-0123456789";
@@ -36,6 +42,8 @@ pub struct Target {
     pub system: &'static str,
     /// The base URL (without `/v1`).
     pub base: String,
+    /// The system's process, when it is one (its CPU time is read around each load).
+    pub pid: Option<u32>,
     client: reqwest::Client,
     sent: Arc<AtomicU64>,
 }
@@ -44,17 +52,19 @@ impl Target {
     /// A target with its own connection pool.
     pub fn new(system: &'static str, base: String) -> Result<Self, reqwest::Error> {
         let client = reqwest::Client::builder().timeout(TIMEOUT).pool_max_idle_per_host(4_096).build()?;
-        Ok(Self { system, base, client, sent: Arc::new(AtomicU64::new(0)) })
+        Ok(Self { system, base, pid: None, client, sent: Arc::new(AtomicU64::new(0)) })
     }
 
-    /// The next request's body: a conversation no earlier request to this system began.
-    pub fn next_body(&self, api: Api, stream: bool) -> String {
-        let n = self.sent.fetch_add(1, Ordering::Relaxed);
-        body(api, stream, &format!("{}-{}-{n}", self.system, std::process::id()))
+    /// The next request to this system (see [`crate::requests`]).
+    pub fn next_body(&self, api: Api, stream: bool) -> Prepared {
+        let (conversation, calls) = nth(self.sent.fetch_add(1, Ordering::Relaxed));
+        // Apart per system, API and stream flag: a conversation never changes API mid-way.
+        let run = format!("{}-{}-{}-{stream}-{conversation}", self.system, std::process::id(), api.name());
+        Prepared { body: body(api, stream, &run, calls), run }
     }
 
-    /// Sends `body`, timing from `due` (now, or when it was sent).
-    pub async fn send(&self, api: Api, body: String, due: Instant) -> Sample {
+    /// Sends `request`, timing from `due` (now, or when it was sent).
+    pub async fn send(&self, api: Api, request: Prepared, due: Instant) -> Sample {
         let failed = |due: Instant| Sample { first: due.elapsed(), last: due.elapsed(), failed: true };
         let response = self
             .client
@@ -63,7 +73,8 @@ impl Target {
             .header("authorization", format!("Bearer {CLIENT_KEY}"))
             .header("x-api-key", CLIENT_KEY)
             .header("anthropic-version", "2023-06-01")
-            .body(body)
+            .header("x-looprail-run", request.run)
+            .body(request.body)
             .send()
             .await;
         let Ok(response) = response else { return failed(due) };

@@ -97,7 +97,12 @@ async fn systems(
             },
         };
         let entry = running.and_then(|r| {
-            Target::new(system, r.base.clone()).map(|t| (t, Some(r))).map_err(|e| e.to_string())
+            Target::new(system, r.base.clone())
+                .map(|mut t| {
+                    t.pid = Some(r.pid());
+                    (t, Some(r))
+                })
+                .map_err(|e| e.to_string())
         });
         if let Err(reason) = &entry {
             eprintln!("{system}: unavailable: {reason}");
@@ -105,6 +110,16 @@ async fn systems(
         started.push((system, entry));
     }
     started
+}
+
+/// The CPU seconds a system's processes have used so far.
+fn cpu(target: &Target) -> Option<f64> {
+    target.pid.and_then(systems::cpu_seconds)
+}
+
+/// CPU milliseconds per request between two readings.
+fn per_request(before: Option<f64>, after: Option<f64>, requests: usize) -> Option<f64> {
+    Some((after? - before?) * 1e3 / requests.max(1) as f64)
 }
 
 /// Waits until `target` answers promptly again (a system past its capacity is still working off
@@ -130,15 +145,24 @@ async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths
             for load in loads {
                 eprintln!("measuring {} stream={stream} {load:?}", api.name());
                 let mut cell: Vec<Row> = match load {
-                    Load::Sequential => load::sequential(targets, api, stream, lengths.rounds)
-                        .await
-                        .iter()
-                        .zip(targets)
-                        .map(|(samples, t)| Row::measured(t.system, api.name(), stream, load, samples, 0.0))
-                        .collect(),
+                    Load::Sequential => {
+                        let before: Vec<Option<f64>> = targets.iter().map(cpu).collect();
+                        let samples = load::sequential(targets, api, stream, lengths.rounds).await;
+                        samples
+                            .iter()
+                            .zip(targets)
+                            .zip(before)
+                            .map(|((samples, t), before)| {
+                                let mut row = Row::measured(t.system, api.name(), stream, load, samples, 0.0);
+                                row.cpu_per_request = per_request(before, cpu(t), samples.len());
+                                row
+                            })
+                            .collect()
+                    }
                     _ => {
                         let mut cell = Vec::new();
                         for target in targets {
+                            let before = cpu(target);
                             let (samples, rate) = match load {
                                 Load::Open(rps) => {
                                     let length =
@@ -147,7 +171,10 @@ async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths
                                 }
                                 _ => load::closed(target, api, stream, MAX_CLIENTS, lengths.max).await,
                             };
-                            cell.push(Row::measured(target.system, api.name(), stream, load, &samples, rate));
+                            let mut row =
+                                Row::measured(target.system, api.name(), stream, load, &samples, rate);
+                            row.cpu_per_request = per_request(before, cpu(target), samples.len());
+                            cell.push(row);
                             settle(target, api).await;
                         }
                         cell

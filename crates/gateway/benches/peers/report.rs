@@ -70,6 +70,9 @@ pub struct Row {
     pub added: Option<Spread>,
     /// `first` minus the direct upstream's at the same load.
     pub added_first: Option<Spread>,
+    /// CPU milliseconds the system's processes used per request (`None` for the upstream,
+    /// which runs in the load generator's process).
+    pub cpu_per_request: Option<f64>,
     /// Why the system has no figures.
     pub unavailable: Option<String>,
 }
@@ -97,6 +100,7 @@ impl Row {
             first: Spread::of(answered.iter().map(|s| s.first).collect()),
             added: None,
             added_first: None,
+            cpu_per_request: None,
             unavailable: None,
         }
     }
@@ -139,7 +143,8 @@ impl Row {
             "p50_ms": ms(self.last.map(|s| s.p50)), "p90_ms": ms(self.last.map(|s| s.p90)),
             "p99_ms": ms(self.last.map(|s| s.p99)),
             "added_p50_ms": ms(self.added.map(|s| s.p50)), "added_p90_ms": ms(self.added.map(|s| s.p90)),
-            "added_p99_ms": ms(self.added.map(|s| s.p99)), "cores": cores,
+            "added_p99_ms": ms(self.added.map(|s| s.p99)), "cpu_ms_per_request": ms(self.cpu_per_request),
+            "cores": cores,
         });
         if self.stream {
             row["ttfb_p50_ms"] = json!(ms(self.first.map(|s| s.p50)));
@@ -165,7 +170,7 @@ fn load_name(load: Load) -> String {
 /// Prints the rows as a table.
 pub fn print(rows: &[Row]) {
     println!(
-        "{:<9} {:<9} {:<6} {:<10} {:>7} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12}",
+        "{:<9} {:<9} {:<6} {:<10} {:>7} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8}",
         "system",
         "api",
         "stream",
@@ -177,7 +182,8 @@ pub fn print(rows: &[Row]) {
         "added p50",
         "added p90",
         "added p99",
-        "added ttfb50"
+        "added ttfb50",
+        "cpu/req"
     );
     let cell = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
     for row in rows {
@@ -192,7 +198,7 @@ pub fn print(rows: &[Row]) {
             continue;
         }
         println!(
-            "{:<9} {:<9} {:<6} {:<10} {:>7.0} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12}",
+            "{:<9} {:<9} {:<6} {:<10} {:>7.0} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8}",
             row.system,
             row.api,
             row.stream,
@@ -205,7 +211,11 @@ pub fn print(rows: &[Row]) {
             cell(row.added.map(|s| s.p90)),
             cell(row.added.map(|s| s.p99)),
             if row.stream { cell(row.added_first.map(|s| s.p50)) } else { String::new() },
+            cell(row.cpu_per_request),
         );
     }
-    println!("(milliseconds: p50/p99 to the last byte; added = over the upstream direct at the same load)");
+    println!(
+        "(milliseconds: p50/p99 to the last byte; added = over the upstream direct at the same load;
+cpu/req = CPU time of the system's processes per request)"
+    );
 }

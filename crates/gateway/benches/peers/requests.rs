@@ -1,6 +1,9 @@
-//! The requests every system is sent: an agent's conversation a few steps in (a system prompt,
-//! the task, two tool calls with their results, a declared tool), a new conversation per request
-//! (its tag), so the gateway runs its whole guard stack and writes a new state each time.
+//! The requests every system is sent: agents' conversations (a system prompt, the task, a
+//! declared tool, then tool calls with their results), each of [`STEPS`] requests whose history
+//! grows by one distinct call and its result, [`IN_FLIGHT`] conversations taken in turn (so a
+//! conversation's next request comes long after its last was answered, as an agent's does). The
+//! client names its conversation (`x-looprail-run`), as an agent framework may; the gateway
+//! reads and writes its state on every request all the same.
 
 use serde_json::{Value, json};
 
@@ -40,6 +43,19 @@ impl Api {
     }
 }
 
+/// Requests per conversation.
+pub const STEPS: u64 = 10;
+
+/// Conversations taken in turn.
+pub const IN_FLIGHT: u64 = 100;
+
+/// Request `n` to a system: its conversation's name and how many calls its history holds.
+pub fn nth(n: u64) -> (u64, usize) {
+    let (round, slot) = (n / IN_FLIGHT, n % IN_FLIGHT);
+    let conversation = (round / STEPS) * IN_FLIGHT + slot;
+    (conversation, 1 + (round % STEPS) as usize)
+}
+
 const SYSTEM: &str = "You are a coding agent. Use the tools to inspect the repository, then answer briefly.";
 
 fn output(step: usize) -> String {
@@ -48,10 +64,11 @@ fn output(step: usize) -> String {
         .collect()
 }
 
-/// The JSON body of request `tag` (unique per request) for `api`, streamed or not.
-pub fn body(api: Api, stream: bool, tag: &str) -> String {
+/// The JSON body of conversation `tag`'s request with `calls` calls in its history, for `api`,
+/// streamed or not.
+pub fn body(api: Api, stream: bool, tag: &str, calls: usize) -> String {
     let task = format!("Task {tag}: find where the application reads its configuration.");
-    let queries = ["config loading", "app.toml"];
+    let queries: Vec<String> = (0..calls).map(|i| format!("config loading, place {i}")).collect();
     let body: Value = match api {
         Api::OpenAi => {
             let mut messages =

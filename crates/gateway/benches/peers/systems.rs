@@ -20,6 +20,45 @@ pub struct Running {
     pub base: String,
 }
 
+impl Running {
+    /// The process's id (its workers are its children).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// CPU seconds (user and system) used so far by process `pid` and every process below it
+/// (nginx's and LiteLLM's workers), from `/proc`; `None` where there is no `/proc`.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(id) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The command may hold spaces and parentheses: fields are counted after its last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let number = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        // After the command: state(0) ppid(1) ... utime(11) stime(12).
+        parents.push((id, number(1) as u32, number(11) + number(12)));
+    }
+    let mut tree = vec![pid];
+    let mut ticks = 0;
+    let mut i = 0;
+    while i < tree.len() {
+        for (id, parent, used) in &parents {
+            if *id == tree[i] {
+                ticks += used;
+            }
+            if *parent == tree[i] {
+                tree.push(*id);
+            }
+        }
+        i += 1;
+    }
+    // Linux reports in clock ticks of 1/100 s (USER_HZ) on every architecture it runs on.
+    Some(ticks as f64 / 100.0)
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -140,6 +179,8 @@ pub async fn looprail(program: &Path, upstream: &str, dir: &Path) -> Result<Runn
         .args(["--openai-upstream", upstream, "--anthropic-upstream", upstream])
         .arg("--record-dir")
         .arg(dir.join("records"))
+        // More flags to try a setting (`LOOPRAIL_PEERS_LOOPRAIL_ARGS="--no-record"`).
+        .args(std::env::var("LOOPRAIL_PEERS_LOOPRAIL_ARGS").unwrap_or_default().split_whitespace())
         .env_remove("LOOPRAIL_STORE")
         .env_remove("LOOPRAIL_GATEWAY_KEY")
         .env_remove("LOOPRAIL_CONFIG")
