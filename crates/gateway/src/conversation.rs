@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use looprail_guardrails::replay::results_for;
-use looprail_guardrails::{GuardrailsConfig, default_stack};
+use looprail_guardrails::{GuardrailsConfig, restored_stack};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
-use looprail_loop_core::guards;
 use looprail_loop_core::message::{Message, Role, ToolCall};
 use looprail_loop_core::provider::{ModelResponse, StopReason};
 use looprail_loop_core::tool::ToolChoice;
@@ -126,15 +125,7 @@ impl Gate {
     }
 
     fn stack(&self, state: &ConversationState) -> Vec<Box<dyn Guard>> {
-        let mut stack = guards::defaults(&self.config);
-        stack.extend(default_stack(&self.guardrails));
-        for guard in &mut stack {
-            if let Some(saved) = state.guards.get(guard.name()) {
-                // A state that no longer loads (a changed setting) starts the guard afresh.
-                let _ = guard.load_state(saved.clone());
-            }
-        }
-        stack
+        restored_stack(&self.config, &self.guardrails, &state.guards)
     }
 
     fn take(&self, decisions: Vec<Decision>, tools: &[String], outcome: &mut Outcome) {
@@ -218,14 +209,7 @@ impl Gate {
                     let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
                     if std::mem::take(&mut state.degenerate_reply) {
                         // The reply the gateway cut for repeating itself: the ladder climbs.
-                        let response = ModelResponse {
-                            text: message.joined_text(),
-                            tool_calls: Vec::new(),
-                            stop_reason: StopReason::Degenerate,
-                            usage: None,
-                            model: String::new(),
-                            id: None,
-                        };
+                        let response = shown(message, Vec::new(), StopReason::Degenerate);
                         let view = TurnView {
                             counters: &state.counters,
                             messages: &new[..=i],
@@ -243,14 +227,7 @@ impl Gate {
                         .counters
                         .tool_calls
                         .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
-                    let response = ModelResponse {
-                        text: message.joined_text(),
-                        tool_calls: calls.clone(),
-                        stop_reason: StopReason::ToolUse,
-                        usage: None,
-                        model: String::new(),
-                        id: None,
-                    };
+                    let response = shown(message, calls.clone(), StopReason::ToolUse);
                     // The guards see what is new (none of them reads earlier messages).
                     let view = TurnView {
                         counters: &state.counters,
@@ -315,4 +292,16 @@ impl Gate {
 /// A message the gateway itself added (its copy came back).
 fn tagged(message: &Message) -> bool {
     message.joined_text().is_some_and(|t| t.starts_with(TAG))
+}
+
+/// A reply of the client's history as the guards are shown it (the wire carries no usage).
+fn shown(message: &Message, tool_calls: Vec<ToolCall>, stop_reason: StopReason) -> ModelResponse {
+    ModelResponse {
+        text: message.joined_text(),
+        tool_calls,
+        stop_reason,
+        usage: None,
+        model: String::new(),
+        id: None,
+    }
 }

@@ -18,11 +18,10 @@ use std::time::Duration;
 
 use looprail_guardrails::replay::ErrorPatterns;
 use looprail_guardrails::signature::CallSignature;
-use looprail_guardrails::{GuardrailsConfig, default_stack};
+use looprail_guardrails::{GuardrailsConfig, restored_stack};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::event::Event;
 use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
-use looprail_loop_core::guards;
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_loop_core::provider::{ModelResponse, StopReason};
 use looprail_loop_core::tool::ToolChoice;
@@ -214,15 +213,7 @@ impl Hook {
     }
 
     fn stack(&self, state: &SessionState) -> Vec<Box<dyn Guard>> {
-        let mut stack = guards::defaults(&self.config);
-        stack.extend(default_stack(&self.guardrails));
-        for guard in &mut stack {
-            if let Some(saved) = state.guards.get(guard.name()) {
-                // A state that no longer loads (a changed setting) starts the guard afresh.
-                let _ = guard.load_state(saved.clone());
-            }
-        }
-        stack
+        restored_stack(&self.config, &self.guardrails, &state.guards)
     }
 
     /// Feeds one call and its output to the guards, as one turn of the session.
