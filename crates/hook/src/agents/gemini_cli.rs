@@ -13,9 +13,9 @@
 
 use serde_json::{Value, json};
 
-use super::{field, text_of};
+use super::{field, text_of, tool_use};
 use crate::HookError;
-use crate::event::{Answer, EventKind, HookEvent, ToolOutput, ToolUse};
+use crate::event::{Answer, EventKind, HookEvent, ToolOutput};
 
 /// Reads one Gemini CLI hook event.
 ///
@@ -34,13 +34,7 @@ pub fn parse(input: &[u8]) -> Result<HookEvent, HookError> {
     let event: Value = serde_json::from_slice(input).map_err(|e| HookError::BadEvent(e.to_string()))?;
     let session = field(&event, "session_id")?.to_owned();
     let name = field(&event, "hook_event_name")?;
-    let call = || -> Result<ToolUse, HookError> {
-        Ok(ToolUse {
-            tool: field(&event, "tool_name")?.to_owned(),
-            arguments: event.get("tool_input").map_or_else(|| "{}".to_owned(), Value::to_string),
-            id: None,
-        })
-    };
+    let call = || tool_use(&event, None);
     let kind = match name {
         "SessionStart" => EventKind::SessionStart,
         "BeforeAgent" => EventKind::UserPrompt,

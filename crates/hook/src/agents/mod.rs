@@ -6,7 +6,7 @@ pub mod gemini_cli;
 use serde_json::Value;
 
 use crate::HookError;
-use crate::event::{Answer, EventKind, HookEvent};
+use crate::event::{Answer, EventKind, HookEvent, ToolUse};
 
 /// An agent that runs hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,16 @@ impl Agent {
             Agent::GeminiCli => gemini_cli::render(kind, answer).to_string(),
         }
     }
+}
+
+/// The call of a tool event: both agents name the tool `tool_name` and its input `tool_input`
+/// (a call without input reads as `{}`); `id` is the agent's own id for the call, if it gives one.
+pub(crate) fn tool_use(event: &Value, id: Option<String>) -> Result<ToolUse, HookError> {
+    Ok(ToolUse {
+        tool: field(event, "tool_name")?.to_owned(),
+        arguments: event.get("tool_input").map_or_else(|| "{}".to_owned(), Value::to_string),
+        id,
+    })
 }
 
 /// A required string field of an event.
