@@ -123,7 +123,7 @@ pub fn bench() -> Result<(), String> {
         let mut args = vec!["bench", "-p", package, "--bench", bench];
         args.extend_from_slice(extra);
         eprintln!("$ cargo {}", args.join(" "));
-        let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        let output = Command::new(crate::cargo_bin())
             .args(&args)
             .output()
             .map_err(|e| format!("cannot start cargo: {e}"))?;
@@ -211,7 +211,7 @@ pub fn audit_speed() -> Result<usize, String> {
         println!("{:<44} {:>12} {:>10} {:>6}", "audit vs one-rule Python script", "skipped", "", "");
         return Ok(0);
     }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let cargo = crate::cargo_bin();
     let built = Command::new(&cargo)
         .args([
             "build",

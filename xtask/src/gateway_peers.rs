@@ -8,10 +8,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
-}
-
 fn succeeds(program: &str, args: &[&str]) -> bool {
     Command::new(program).args(args).output().is_ok_and(|o| o.status.success())
 }
@@ -103,7 +99,7 @@ fn litellm(root: &Path) -> Result<(PathBuf, String), String> {
 /// Runs the benchmark; returns the number of missed targets.
 pub fn gateway_peers() -> Result<usize, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let built = Command::new(cargo())
+    let built = Command::new(crate::cargo_bin())
         .args(["build", "--release", "-q", "-p", "looprail-cli", "--bin", "looprail"])
         .current_dir(&root)
         .status()
@@ -111,7 +107,7 @@ pub fn gateway_peers() -> Result<usize, String> {
     if !built.success() {
         return Err("building looprail failed".into());
     }
-    let mut bench = Command::new(cargo());
+    let mut bench = Command::new(crate::cargo_bin());
     bench.args(["bench", "-q", "-p", "looprail-gateway", "--bench", "peers"]).current_dir(&root);
     bench.env("LOOPRAIL_PEERS_LOOPRAIL", root.join("target/release/looprail"));
     for (name, found) in [("NGINX", nginx()), ("LITELLM", litellm(&root))] {

@@ -52,7 +52,7 @@ fn once(program: &str, args: &[&str], store: &std::path::Path, event: &str) -> R
 
 /// Runs the measurement; returns the number of missed targets.
 pub fn hook_speed() -> Result<usize, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let cargo = crate::cargo_bin();
     let built = Command::new(&cargo)
         .args(["build", "--release", "-q", "-p", "looprail-cli", "-p", "looprail-hook", "--bin", "looprail"])
         .args(["--bin", "looprail-hook"])

@@ -30,7 +30,7 @@ use bench::{audit_speed, bench};
 
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     eprintln!("$ cargo {}", args.join(" "));
-    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    let mut command = Command::new(cargo_bin());
     command.args(args);
     for (key, value) in env {
         command.env(key, value);
@@ -56,7 +56,8 @@ fn cargo_deny_installed() -> bool {
     Command::new(cargo_bin()).args(["deny", "--version"]).output().is_ok_and(|o| o.status.success())
 }
 
-fn cargo_bin() -> String {
+/// The cargo running this task (`$CARGO`), else the one on PATH.
+pub(crate) fn cargo_bin() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
