@@ -96,6 +96,11 @@ fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<Gate
         looprail::OnStoreError::FailClosed => looprail_gateway::StoreFailure::FailClosed,
         looprail::OnStoreError::FailOpen => looprail_gateway::StoreFailure::FailOpen,
     };
+    settings.save_order = match file.save_order {
+        looprail::SaveOrder::Auto => looprail_gateway::SaveOrder::Auto,
+        looprail::SaveOrder::BeforeAnswer => looprail_gateway::SaveOrder::BeforeAnswer,
+        looprail::SaveOrder::AfterAnswer => looprail_gateway::SaveOrder::AfterAnswer,
+    };
     settings.require_key = args.require_key.clone().filter(|k| !k.is_empty());
     settings.body_limit = usize::try_from(file.body_limit_mib).unwrap_or(32).saturating_mul(1024 * 1024);
     let record_dir = args.record_dir.clone().unwrap_or_else(|| PathBuf::from(file.record_dir));

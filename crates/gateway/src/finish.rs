@@ -14,6 +14,7 @@ use crate::conversation::ConversationState;
 use crate::identity;
 use crate::respond::reply;
 use crate::response_chain::{Link, response_key};
+use crate::save::Save;
 use crate::wire::Api;
 use crate::wire::responses::{ItemKind, model_item_id};
 
@@ -55,14 +56,14 @@ impl Gateway {
                             (upstream, Some((reader, done, gateway))),
                         ));
                     }
-                    // The terminal event: the conversation is stored before the client sees it,
-                    // so its next request already finds it.
+                    // The terminal event: the conversation is saved (or its save begun, see
+                    // `write_behind`) before the client sees it, so its next request finds it.
                     gateway.complete(reader, done).await;
                     Some((Ok(bytes), (upstream, None)))
                 }
                 Some(Err(e)) => {
                     let api = done.api;
-                    gateway.save(&done, &done.state, &[], None, (0, 0)).await;
+                    gateway.save(Save::state_only(done)).await;
                     Some((
                         Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
                         (upstream, None),
@@ -81,7 +82,7 @@ impl Gateway {
 
     /// Stores a reply cut for repeating itself: as the client has it, the conversation's guards
     /// told to climb the ladder with its next request.
-    pub(crate) async fn cut(&self, mut done: Done, received: Message) {
+    pub(crate) async fn cut(self: &Arc<Self>, mut done: Done, received: Message) {
         tracing::info!(name: "agent.reply.degenerate", target: "looprail", conversation = %done.state.id, "gateway cut a reply that repeated itself");
         done.state.degenerate_reply = true;
         self.finish(done, Some(received), (0, 0), Replied::default()).await;
@@ -89,7 +90,7 @@ impl Gateway {
 
     /// Ends a relayed stream: stores what the reply it carried changed, or, when it ended early,
     /// only the state.
-    async fn complete(&self, mut reader: crate::relay::Reader, done: Done) {
+    async fn complete(self: &Arc<Self>, mut reader: crate::relay::Reader, done: Done) {
         let response = reader.take_response();
         match reader.finish() {
             Ok(reply) => {
@@ -99,7 +100,7 @@ impl Gateway {
             }
             Err(e) => {
                 tracing::warn!(conversation = %done.state.id, error = %e, "gateway: a relayed stream ended early");
-                self.save(&done, &done.state, &[], None, (0, 0)).await;
+                self.save(Save::state_only(done)).await;
             }
         }
     }
@@ -107,7 +108,7 @@ impl Gateway {
     /// Counts a reply's tokens, records the new messages and the reply, and stores the state
     /// with the fingerprint of the history the client now has.
     pub(crate) async fn finish(
-        &self,
+        self: &Arc<Self>,
         done: Done,
         reply: Option<Message>,
         usage: (u64, u64),
@@ -135,7 +136,7 @@ impl Gateway {
             }
             (None, None) => Vec::new(),
         };
-        if let Some(dir) = &self.record_dir {
+        let record = self.record_dir.is_some().then(|| {
             // The previous reply comes back at the start of the new messages: recorded once.
             let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
             let skip = starts.get(record_from - from).copied().unwrap_or(new.len());
@@ -143,13 +144,8 @@ impl Gateway {
                 done.system.iter().filter(|_| record_from == 0).cloned().collect();
             messages.extend(new.iter().skip(skip).cloned());
             messages.extend(reply);
-            match crate::record::append(dir, &state.id, &messages) {
-                Ok(()) => state.recorded = len + reply_len,
-                Err(e) => {
-                    tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
-                }
-            }
-        }
+            (messages, len + reply_len)
+        });
         // Its items the client may send back as references, for the next request's guards.
         if let Some(items) = &replied.items {
             state.reply_items = if keep { referable(items) } else { Vec::new() };
@@ -162,41 +158,7 @@ impl Gateway {
             }
             _ => None,
         };
-        self.save(&done, &state, &fingerprints, kept, usage).await;
-    }
-
-    /// Stores the state (swapped for the one `done` was read with: see `state_store`), then the
-    /// fingerprints the history the client now has will be known by and `kept` (a response's
-    /// link). `usage` is the reply's tokens.
-    pub(crate) async fn save(
-        &self,
-        done: &Done,
-        state: &ConversationState,
-        fingerprints: &[u64],
-        kept: Option<(String, Value)>,
-        usage: (u64, u64),
-    ) {
-        self.store_state(done, state, usage).await;
-        let mut entries: Vec<(String, Value)> = fingerprints
-            .iter()
-            .map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id })))
-            .collect();
-        entries.extend(kept);
-        if !entries.is_empty()
-            && let Err(e) = self.store.save_journals(&entries).await
-        {
-            tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation fingerprints not saved");
-        }
-        if !fingerprints.is_empty()
-            && let Ok(mut recent) = self.recent.lock()
-        {
-            if recent.len() > 10_000 {
-                recent.clear();
-            }
-            for fingerprint in fingerprints {
-                recent.insert(*fingerprint, state.id.clone());
-            }
-        }
+        self.save(Save { done, state, fingerprints, kept, usage, record }).await;
     }
 }
 

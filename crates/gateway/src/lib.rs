@@ -49,11 +49,13 @@ pub mod request;
 mod respond;
 pub mod response_chain;
 mod responses_route;
+mod save;
 mod server;
 mod state_store;
 mod store_failure;
 pub mod upstream;
 pub mod wire;
+pub mod write_behind;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -68,6 +70,7 @@ pub use server::router;
 pub use store_failure::StoreFailure;
 pub use upstream::Upstream;
 pub use wire::Api;
+pub use write_behind::SaveOrder;
 
 /// Everything the gateway is configured with.
 #[derive(Debug, Clone)]
@@ -95,6 +98,10 @@ pub struct GatewayConfig {
     /// What a request gets when its conversation's state cannot be read: a 503 (the default)
     /// or, with [`StoreFailure::FailOpen`], forwarded unguarded.
     pub on_store_error: StoreFailure,
+    /// When a conversation's state is saved: [`SaveOrder::Auto`] (the default) after the
+    /// answer on SQLite, before it on PostgreSQL. Set [`SaveOrder::BeforeAnswer`] when several
+    /// gateway processes share one SQLite file.
+    pub save_order: SaveOrder,
 }
 
 impl Default for GatewayConfig {
@@ -131,6 +138,7 @@ impl GatewayConfig {
             record_dir: None,
             compaction: None,
             on_store_error: StoreFailure::default(),
+            save_order: SaveOrder::default(),
         }
     }
 }
@@ -160,6 +168,8 @@ pub struct Gateway {
     http: reqwest::Client,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<HashMap<u64, String>>,
+    /// Saves that run after their answers, and the states they wrote.
+    write_behind: write_behind::WriteBehind,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -177,6 +187,7 @@ impl Gateway {
             .timeout(Duration::from_secs(600))
             .build()
             .map_err(|e| GatewayError::Client(e.to_string()))?;
+        let save_order = config.save_order.on(store.backend());
         Ok(Arc::new(Self {
             gate: Gate::new(config.loop_config, config.guardrails),
             upstream: config.upstream,
@@ -189,11 +200,13 @@ impl Gateway {
             on_store_error: config.on_store_error,
             http,
             recent: Mutex::new(HashMap::new()),
+            write_behind: write_behind::WriteBehind::new(save_order),
         }))
     }
 }
 
-/// Serves `gateway` on `listener` until `shutdown` completes.
+/// Serves `gateway` on `listener` until `shutdown` completes, then waits for the saves still
+/// running behind their answers.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     gateway: Arc<Gateway>,
@@ -207,8 +220,10 @@ pub async fn serve(
             tracing::warn!(%error, "cannot set TCP_NODELAY on a client connection");
         }
     });
-    axum::serve(listener, router(gateway))
+    let served = axum::serve(listener, router(Arc::clone(&gateway)))
         .with_graceful_shutdown(shutdown)
         .await
-        .map_err(|e| GatewayError::Serve(e.to_string()))
+        .map_err(|e| GatewayError::Serve(e.to_string()));
+    gateway.write_behind.drain().await;
+    served
 }

@@ -109,10 +109,15 @@ pub(crate) async fn responses(
 impl Gateway {
     /// The conversation up to response `id`, from the kept chain.
     async fn response_chain(&self, id: &str) -> Result<Option<response_chain::Chain>, String> {
-        response_chain::chain(
-            id,
-            |keys| async move { self.store.load_journals(&keys).await.unwrap_or_default() },
-        )
+        response_chain::chain(id, |keys| async move {
+            // A link whose save still runs behind its answer is waited for.
+            for key in &keys {
+                if let Some(conversation) = self.write_behind.pending_conversation(key) {
+                    self.write_behind.settled(&conversation).await;
+                }
+            }
+            self.store.load_journals(&keys).await.unwrap_or_default()
+        })
         .await
     }
 }

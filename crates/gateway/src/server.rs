@@ -92,14 +92,22 @@ impl Gateway {
                 match remembered {
                     Some(id) => Some(id),
                     None if candidates.is_empty() => None,
-                    None => {
-                        let keys: Vec<String> = candidates.iter().map(|f| identity::prefix_key(*f)).collect();
-                        let found = self.store.load_journals(&keys).await?;
-                        // The longest answered history the request extends.
-                        keys.iter()
-                            .find_map(|k| found.iter().find(|(key, _)| key == k))
-                            .and_then(|(_, v)| v["id"].as_str().map(str::to_owned))
-                    }
+                    // A history whose save still runs behind its answer, else the store.
+                    None => match candidates
+                        .iter()
+                        .find_map(|f| self.write_behind.pending_conversation(&identity::prefix_key(*f)))
+                    {
+                        Some(id) => Some(id),
+                        None => {
+                            let keys: Vec<String> =
+                                candidates.iter().map(|f| identity::prefix_key(*f)).collect();
+                            let found = self.store.load_journals(&keys).await?;
+                            // The longest answered history the request extends.
+                            keys.iter()
+                                .find_map(|k| found.iter().find(|(key, _)| key == k))
+                                .and_then(|(_, v)| v["id"].as_str().map(str::to_owned))
+                        }
+                    },
                 }
             }
         };
@@ -293,8 +301,9 @@ impl Gateway {
                 return self.answer(done, answer, stream, include_usage).await;
             }
             (Err(answer), None) => {
-                self.save(&done, &done.state, &[], None, (0, 0)).await;
-                return json(answer.status, &answer.body, Some(&done.state.id));
+                let id = done.state.id.clone();
+                self.save(crate::save::Save::state_only(done)).await;
+                return json(answer.status, &answer.body, Some(&id));
             }
         };
         let is_stream = response
@@ -336,7 +345,13 @@ impl Gateway {
 
     /// Counts and stores a complete answer, then gives it to the client (as the API's event
     /// stream when it asked for one).
-    async fn answer(&self, done: Done, answer: Value, stream: bool, include_usage: bool) -> Response<Body> {
+    async fn answer(
+        self: &Arc<Self>,
+        done: Done,
+        answer: Value,
+        stream: bool,
+        include_usage: bool,
+    ) -> Response<Body> {
         let api = done.api;
         let id = done.state.id.clone();
         let (input, output) = api.usage(&answer);

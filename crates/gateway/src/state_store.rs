@@ -21,9 +21,23 @@ use crate::identity;
 const SWAP_ATTEMPTS: u32 = 64;
 
 impl Gateway {
-    /// The stored state of conversation `id`, with the document it was read as; `None` when
-    /// none is stored. A store that cannot be read is an error (never a fresh start).
+    /// The state of conversation `id` as its last save left it, with its document; `None`
+    /// when none is stored. Waits for a save of it still running; the state this process last
+    /// wrote is read from memory when kept (see `write_behind`), else from the store. A store
+    /// that cannot be read is an error (never a fresh start).
     pub(crate) async fn load_state(
+        &self,
+        id: &str,
+    ) -> Result<Option<(ConversationState, Value)>, looprail_journal::JournalError> {
+        self.write_behind.settled(id).await;
+        if let Some(kept) = self.write_behind.state(id) {
+            return Ok(Some(kept));
+        }
+        self.read_state(id).await
+    }
+
+    /// The stored state of conversation `id`, read from the store.
+    async fn read_state(
         &self,
         id: &str,
     ) -> Result<Option<(ConversationState, Value)>, looprail_journal::JournalError> {
@@ -51,17 +65,19 @@ impl Gateway {
         for attempt in 0..SWAP_ATTEMPTS {
             let body = serde_json::to_value(&next).unwrap_or_default();
             match self.store.swap_journal(&key, expected.as_ref(), &body).await {
-                Ok(true) => return,
+                Ok(true) => return self.write_behind.wrote(&next, &body),
                 Ok(false) => {}
                 Err(e) => {
+                    self.write_behind.forget(&state.id);
                     tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation state not saved");
                     return;
                 }
             }
             // Another request saved first: its state, with this request's part done again.
-            let latest = match self.load_state(&state.id).await {
+            let latest = match self.read_state(&state.id).await {
                 Ok(latest) => latest,
                 Err(e) => {
+                    self.write_behind.forget(&state.id);
                     tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation state not saved");
                     return;
                 }
@@ -77,6 +93,7 @@ impl Gateway {
                 tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20)))).await;
             }
         }
+        self.write_behind.forget(&state.id);
         tracing::warn!(name: "gateway.state.contended", target: "looprail", conversation = %state.id, "gateway: conversation state not saved after {SWAP_ATTEMPTS} concurrent updates");
     }
 

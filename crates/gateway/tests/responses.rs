@@ -13,18 +13,17 @@ use looprail_gateway::GatewayConfig;
 use looprail_providers::fake::{FakeServer, Reply};
 use serde_json::{Value, json};
 
-async fn start(upstream: &str) -> String {
-    start_recording(upstream, None).await
-}
-
-async fn start_recording(upstream: &str, record_dir: Option<&std::path::Path>) -> String {
+fn settings(upstream: &str) -> GatewayConfig {
     let mut settings = GatewayConfig::new(Default::default(), Default::default());
-    settings.record_dir = record_dir.map(std::path::Path::to_path_buf);
     settings.upstream.openai = upstream.to_owned();
     settings.upstream.openai_key = None;
     settings.upstream.retries = 0;
     settings.upstream.backoff = Duration::from_millis(5);
-    common::serve(settings, "responses").await
+    settings
+}
+
+async fn start(upstream: &str) -> String {
+    common::serve(settings(upstream), "responses").await
 }
 
 /// A response calling `search` again, as the Responses API shapes it.
@@ -255,7 +254,11 @@ async fn a_reply_of_several_items_continues_its_conversation_however_the_client_
     for echo in ["whole", "stripped", "reference"] {
         let upstream = looping_upstream(reason_and_search).await;
         let recordings = tempfile::tempdir().unwrap();
-        let gw = start_recording(&upstream.url, Some(recordings.path())).await;
+        let mut recording = settings(&upstream.url);
+        recording.record_dir = Some(recordings.path().to_path_buf());
+        let store = common::TempStore::new("recorded");
+        let running = common::sdk::serve_settings(&store, recording, 0).await;
+        let gw = running.url.clone();
         let tools = json!([{"type": "function", "name": "search", "parameters": {"type": "object"}}]);
         let mut input = vec![json!({"role": "user", "content": "Find the report"})];
         let mut runs = Vec::new();
@@ -288,7 +291,9 @@ async fn a_reply_of_several_items_continues_its_conversation_however_the_client_
         }
         assert!(concluded, "{echo}: the loop is ended with a final answer");
         assert!(runs.windows(2).all(|w| w[0] == w[1]), "{echo}: one conversation throughout: {runs:?}");
-        // The recording holds each call once, with its result, for the audit.
+        // The recording holds each call once, with its result, for the audit (written behind
+        // the answers: complete once the gateway has stopped).
+        running.stop().await;
         let recording =
             std::fs::read_to_string(recordings.path().join(format!("{}.jsonl", runs[0]))).unwrap();
         let lines: Vec<Value> = recording.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

@@ -47,6 +47,23 @@ pub struct GatewaySettings {
     /// locked): `fail_closed`, a 503 the SDKs retry, nothing forwarded; or `fail_open`,
     /// forwarded unguarded (logged and counted).
     pub on_store_error: OnStoreError,
+    /// When a conversation's state is saved: `auto` (after the answer on a SQLite store, before
+    /// it on PostgreSQL), `before_answer` (set it when several gateway processes share one
+    /// SQLite file) or `after_answer`.
+    pub save_order: SaveOrder,
+}
+
+/// The `[gateway] save_order` key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveOrder {
+    /// After the answer on SQLite, before it on PostgreSQL.
+    #[default]
+    Auto,
+    /// Before the answer goes out (a store shared by several gateway processes).
+    BeforeAnswer,
+    /// After the answer goes out (a store only this gateway process writes).
+    AfterAnswer,
 }
 
 /// The `[gateway] on_store_error` key.
@@ -75,6 +92,7 @@ impl Default for GatewaySettings {
             body_limit_mib: 32,
             compaction: false,
             on_store_error: OnStoreError::FailClosed,
+            save_order: SaveOrder::Auto,
         }
     }
 }
@@ -142,6 +160,13 @@ mod tests {
         assert!(
             crate::LooprailConfig::from_toml_str(toml).unwrap_err().to_string().contains("on_store_error")
         );
+        let toml = "[gateway]\nsave_order = \"before_answer\"\n";
+        assert_eq!(
+            crate::LooprailConfig::from_toml_str(toml).unwrap().gateway.save_order,
+            super::SaveOrder::BeforeAnswer
+        );
+        let toml = "[gateway]\nsave_order = \"later\"\n";
+        assert!(crate::LooprailConfig::from_toml_str(toml).unwrap_err().to_string().contains("save_order"));
         let json = r#"{"gateway": {"record": false, "openai_fallback_models": ["b"], "compaction": true}}"#;
         let config = LooprailConfig::from_json_str(json).unwrap();
         assert!(!config.gateway.record && config.gateway.compaction);

@@ -27,7 +27,7 @@ pub mod gateway_settings;
 
 pub use agent::{Agent, AgentBuilder, AgentError};
 pub use config::{AuditConfig, LooprailConfig};
-pub use gateway_settings::{GatewaySettings, OnStoreError};
+pub use gateway_settings::{GatewaySettings, OnStoreError, SaveOrder};
 pub use looprail_compaction as compaction;
 pub use looprail_guardrails as guardrails;
 pub use looprail_journal as journal;

@@ -135,6 +135,11 @@ pub async fn gateway(store: &Path, upstream: &str, config: LoopConfig, port: u16
     settings.upstream.openai_key = None;
     settings.upstream.anthropic_key = None;
     settings.upstream.backoff = Duration::from_millis(10);
+    serve_settings(store, settings, port).await
+}
+
+/// A gateway with `settings` on the SQLite file `store`, on `port` (0: any).
+pub async fn serve_settings(store: &Path, settings: GatewayConfig, port: u16) -> Running {
     let store = SqliteStore::open(store).await.unwrap();
     let gateway = Gateway::new(settings, store.into()).unwrap();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();

@@ -1,0 +1,99 @@
+//! Saving what a request changed: the conversation's recording, its state, the fingerprints
+//! its next request will be known by and a Responses reply's link — before the answer goes out
+//! or behind it, as [`write_behind`](crate::write_behind) decides.
+
+use std::sync::Arc;
+
+use looprail_loop_core::message::Message;
+use serde_json::Value;
+
+use crate::Gateway;
+use crate::conversation::ConversationState;
+use crate::finish::Done;
+use crate::identity;
+
+/// What one request leaves to save.
+pub(crate) struct Save {
+    /// The request, as its state was read.
+    pub(crate) done: Done,
+    /// The state to store.
+    pub(crate) state: ConversationState,
+    /// The fingerprints the history the client now has will be known by.
+    pub(crate) fingerprints: Vec<u64>,
+    /// A response's link, under its key.
+    pub(crate) kept: Option<(String, Value)>,
+    /// The reply's tokens (already counted in `state`).
+    pub(crate) usage: (u64, u64),
+    /// The messages to append to the conversation's recording, and how many wire messages
+    /// it then holds.
+    pub(crate) record: Option<(Vec<Message>, usize)>,
+}
+
+impl Save {
+    /// Only the state as it was read with the request's messages observed (no reply).
+    pub(crate) fn state_only(done: Done) -> Self {
+        let state = done.state.clone();
+        Save { done, state, fingerprints: Vec::new(), kept: None, usage: (0, 0), record: None }
+    }
+
+    /// The store keys it writes besides the state.
+    fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.fingerprints.iter().map(|f| identity::prefix_key(*f)).collect();
+        keys.extend(self.kept.iter().map(|(key, _)| key.clone()));
+        keys
+    }
+}
+
+impl Gateway {
+    /// Saves what a request changed: at once, or (saving after the answer) in a task its
+    /// conversation's next request waits for. Either way this replica knows the fingerprints
+    /// before it returns.
+    pub(crate) async fn save(self: &Arc<Self>, save: Save) {
+        if !save.fingerprints.is_empty()
+            && let Ok(mut recent) = self.recent.lock()
+        {
+            if recent.len() > 10_000 {
+                recent.clear();
+            }
+            for fingerprint in &save.fingerprints {
+                recent.insert(*fingerprint, save.state.id.clone());
+            }
+        }
+        if self.write_behind.after_answer() {
+            let ticket = self.write_behind.begin(&save.state.id, save.keys());
+            let gateway = Arc::clone(self);
+            self.write_behind.spawn(async move {
+                let _turn = ticket.turn().await;
+                gateway.persist(save).await;
+                drop(ticket);
+            });
+        } else {
+            self.persist(save).await;
+        }
+    }
+
+    /// Appends to the recording, stores the state (swapped for the one the request was read
+    /// with: see `state_store`), then the fingerprints and the link.
+    async fn persist(&self, save: Save) {
+        let Save { done, mut state, fingerprints, kept, usage, record } = save;
+        if let (Some(dir), Some((messages, recorded))) = (&self.record_dir, record) {
+            match crate::record::append(dir, &state.id, &messages) {
+                Ok(()) => state.recorded = recorded,
+                Err(e) => {
+                    tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
+                }
+            }
+        }
+        self.store_state(&done, &state, usage).await;
+        let mut entries: Vec<(String, Value)> = fingerprints
+            .iter()
+            .map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id })))
+            .collect();
+        entries.extend(kept);
+        if !entries.is_empty()
+            && let Err(e) = self.store.save_journals(&entries).await
+        {
+            tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation fingerprints not saved");
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! When a conversation's state is saved: before its answer goes out, or after.
+//!
+//! A store that replicas share (PostgreSQL) must hold a conversation's state before the client
+//! has the answer: the client's next request may reach another replica, which knows the
+//! conversation only from the store. A store this gateway alone uses (SQLite, one process)
+//! needs no such wait: the answer goes out first and the save runs behind it
+//! ([`SaveOrder::AfterAnswer`]). What keeps that exact:
+//!
+//! - a request of a conversation whose save is still running waits for it before reading the
+//!   state ([`WriteBehind::settled`]), so the guards never judge a step on a state that misses
+//!   the one before; a key a running save writes (a history's fingerprint, a response's link)
+//!   names its conversation meanwhile ([`WriteBehind::pending_conversation`]);
+//! - one conversation's saves run one at a time ([`Ticket::turn`]), and the state the last one
+//!   wrote is kept in memory (for up to [`STATES_KEPT`] conversations), so the next request
+//!   reads no store at all;
+//! - the gateway's shutdown waits for every running save ([`WriteBehind::drain`]).
+//!
+//! A gateway killed outright (not stopped) may lose the saves of its last few answers: the
+//! conversation then goes on from the state before, and its next request's guards observe the
+//! lost step's messages again (the history carries them), so nothing it did goes uncounted.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::task::TaskTracker;
+
+use crate::conversation::ConversationState;
+
+/// When a conversation's state is saved relative to its answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveOrder {
+    /// After the answer on a SQLite store, before it on PostgreSQL (the default).
+    #[default]
+    Auto,
+    /// Saved before the answer goes out: another replica on the same store sees it at once.
+    BeforeAnswer,
+    /// Saved after the answer goes out, by a task this process waits for; only for a store no
+    /// other gateway process writes.
+    AfterAnswer,
+}
+
+impl SaveOrder {
+    /// The order used on a store of `backend` (`sqlite`, `postgres`): [`SaveOrder::Auto`]
+    /// saves after the answer only on SQLite.
+    pub fn on(self, backend: &str) -> SaveOrder {
+        match self {
+            SaveOrder::Auto if backend == "sqlite" => SaveOrder::AfterAnswer,
+            SaveOrder::Auto => SaveOrder::BeforeAnswer,
+            order => order,
+        }
+    }
+}
+
+/// How many conversations' last saved states are kept in memory (after-answer saves only).
+pub const STATES_KEPT: usize = 1024;
+
+/// The largest state document kept in memory, in bytes of its JSON; a larger one (a Responses
+/// conversation keeping big reply items) is read from the store.
+const STATE_KEPT_BYTES: usize = 64 * 1024;
+
+/// The saves that run after their answers, and the states they wrote.
+#[derive(Debug)]
+pub(crate) struct WriteBehind {
+    order: SaveOrder,
+    inflight: Arc<Mutex<Inflight>>,
+    states: Mutex<HashMap<String, (ConversationState, Value)>>,
+    tracker: TaskTracker,
+}
+
+#[derive(Debug, Default)]
+struct Inflight {
+    conversations: HashMap<String, Running>,
+    /// The store keys running saves write, each with its conversation.
+    keys: HashMap<String, String>,
+}
+
+#[derive(Debug)]
+struct Running {
+    count: usize,
+    settled: Arc<Notify>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl WriteBehind {
+    /// Saves in `order` (already resolved for the store: not [`SaveOrder::Auto`]).
+    pub(crate) fn new(order: SaveOrder) -> Self {
+        Self { order, inflight: Arc::default(), states: Mutex::default(), tracker: TaskTracker::new() }
+    }
+
+    /// Whether saves run after their answers.
+    pub(crate) fn after_answer(&self) -> bool {
+        self.order == SaveOrder::AfterAnswer
+    }
+
+    /// Marks a save of conversation `id`, writing `keys`, as running until the ticket drops.
+    pub(crate) fn begin(&self, id: &str, keys: Vec<String>) -> Ticket {
+        let mut inflight = self.inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let running = inflight.conversations.entry(id.to_owned()).or_insert_with(|| Running {
+            count: 0,
+            settled: Arc::new(Notify::new()),
+            turn: Arc::new(tokio::sync::Mutex::new(())),
+        });
+        running.count += 1;
+        let turn = Arc::clone(&running.turn);
+        for key in &keys {
+            inflight.keys.insert(key.clone(), id.to_owned());
+        }
+        Ticket { inflight: Arc::clone(&self.inflight), id: id.to_owned(), keys, turn }
+    }
+
+    /// Runs `save` behind the answer; [`WriteBehind::drain`] waits for it.
+    pub(crate) fn spawn(&self, save: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.tracker.spawn(save);
+    }
+
+    /// Returns once no save of conversation `id` is running.
+    pub(crate) async fn settled(&self, id: &str) {
+        let settled;
+        let notified;
+        {
+            let inflight = self.inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(running) = inflight.conversations.get(id) else { return };
+            settled = Arc::clone(&running.settled);
+            // Made while the lock is held: the last ticket's wake-up, under the same lock,
+            // cannot come before it.
+            notified = settled.notified();
+        }
+        notified.await;
+    }
+
+    /// The conversation whose running save writes store key `key`.
+    pub(crate) fn pending_conversation(&self, key: &str) -> Option<String> {
+        let inflight = self.inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        inflight.keys.get(key).cloned()
+    }
+
+    /// The state conversation `id`'s last save wrote, with its document, when kept.
+    pub(crate) fn state(&self, id: &str) -> Option<(ConversationState, Value)> {
+        let states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        states.get(id).cloned()
+    }
+
+    /// Keeps `state`, just written as `document` (after-answer saves only; a document past
+    /// the size kept is dropped instead).
+    pub(crate) fn wrote(&self, state: &ConversationState, document: &Value) {
+        if !self.after_answer() {
+            return;
+        }
+        let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !state.reply_items.is_empty() && document.to_string().len() > STATE_KEPT_BYTES {
+            states.remove(&state.id);
+            return;
+        }
+        if states.len() >= STATES_KEPT && !states.contains_key(&state.id) {
+            // Any one goes: its conversation's next request reads the store.
+            if let Some(key) = states.keys().next().cloned() {
+                states.remove(&key);
+            }
+        }
+        states.insert(state.id.clone(), (state.clone(), document.clone()));
+    }
+
+    /// Drops what is kept of conversation `id` (its save failed: the store is the truth).
+    pub(crate) fn forget(&self, id: &str) {
+        let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        states.remove(id);
+    }
+
+    /// Waits for every running save (the gateway is stopping).
+    pub(crate) async fn drain(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
+
+/// A running save of one conversation: it holds the conversation's turn while it writes, and
+/// when dropped lets the requests waiting for it go on.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    inflight: Arc<Mutex<Inflight>>,
+    id: String,
+    keys: Vec<String>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Ticket {
+    /// Waits until the conversation's earlier saves are done; its own runs while the guard
+    /// is held.
+    pub(crate) async fn turn(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        Arc::clone(&self.turn).lock_owned().await
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut inflight = self.inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for key in &self.keys {
+            if inflight.keys.get(key) == Some(&self.id) {
+                inflight.keys.remove(key);
+            }
+        }
+        if let Some(running) = inflight.conversations.get_mut(&self.id) {
+            running.count -= 1;
+            if running.count == 0 {
+                let running = inflight.conversations.remove(&self.id);
+                if let Some(running) = running {
+                    running.settled.notify_waiters();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! When a conversation's state is saved (`SaveOrder`): on a SQLite store, by default, after the
+//! answer has gone out, with the conversation's next request waiting for that save before it
+//! reads the state; before the answer when asked (as on PostgreSQL, which replicas share). The
+//! store's write lock is held from outside to make a save wait, so what waits for it shows.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use looprail_gateway::{GatewayConfig, SaveOrder};
+use looprail_journal::{RunStore, SqliteStore};
+use looprail_providers::fake::{FakeServer, Reply};
+use serde_json::{Value, json};
+
+const RUN: &str = "ordered";
+
+async fn upstream() -> FakeServer {
+    FakeServer::responding(|_| {
+        Reply::json(200, &json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}]}).to_string())
+    })
+    .await
+}
+
+fn settings(upstream: &str, save_order: SaveOrder) -> GatewayConfig {
+    let mut settings = GatewayConfig::new(Default::default(), Default::default());
+    settings.upstream.openai = upstream.to_owned();
+    settings.upstream.openai_key = None;
+    settings.save_order = save_order;
+    settings
+}
+
+/// Request `n` of the conversation (its history grows by one exchange each time).
+fn ask(url: &str, n: usize) -> tokio::task::JoinHandle<u16> {
+    let mut messages = Vec::new();
+    for i in 0..n {
+        messages.push(json!({"role": "user", "content": format!("question {i}")}));
+        if i + 1 < n {
+            messages.push(json!({"role": "assistant", "content": "hi"}));
+        }
+    }
+    let endpoint = format!("{url}/v1/chat/completions");
+    tokio::spawn(async move {
+        let response = reqwest::Client::new()
+            .post(endpoint)
+            .header("x-looprail-run", RUN)
+            .header("content-type", "application/json")
+            .body(json!({"model": "m", "messages": messages}).to_string())
+            .send()
+            .await
+            .unwrap();
+        response.status().as_u16()
+    })
+}
+
+/// The conversation's stored state, read through a second handle on the file.
+async fn stored(path: &std::path::Path) -> Option<Value> {
+    let store = SqliteStore::open(path).await.unwrap();
+    store.load_journal(&looprail_gateway::identity::state_key(RUN)).await.unwrap()
+}
+
+/// Holds the SQLite file's write lock (readers go on) until the returned sender is used.
+async fn lock_writes(path: &std::path::Path) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, holding) = tokio::sync::oneshot::channel();
+    let path = path.to_path_buf();
+    let holder = tokio::task::spawn_blocking(move || {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        held.send(()).unwrap();
+        let _ = released.recv_timeout(Duration::from_secs(20));
+        conn.execute_batch("COMMIT").unwrap();
+    });
+    holding.await.unwrap();
+    (release, holder)
+}
+
+/// Whether `task` is still running after a moment (it waits for something).
+async fn still_waiting(task: &tokio::task::JoinHandle<u16>) -> bool {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    !task.is_finished()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_the_answer_goes_out_first_and_the_next_request_waits_for_its_save() {
+    let upstream = upstream().await;
+    let path = common::TempStore::new("after-answer");
+    let gateway = common::sdk::serve_settings(&path, settings(&upstream.url, SaveOrder::Auto), 0).await;
+    assert_eq!(ask(&gateway.url, 1).await.unwrap(), 200);
+    while stored(&path).await.is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (release, holder) = lock_writes(&path).await;
+    // The store cannot be written, yet the answer comes: its save waits behind it.
+    let second = tokio::time::timeout(Duration::from_secs(5), ask(&gateway.url, 2)).await;
+    assert_eq!(second.expect("answered while the store was locked").unwrap(), 200);
+    // The next request of the conversation waits for that save before it reads the state.
+    let third = ask(&gateway.url, 3);
+    assert!(still_waiting(&third).await, "it read the state before the save before it was done");
+    release.send(()).unwrap();
+    holder.await.unwrap();
+    assert_eq!(third.await.unwrap(), 200);
+    // Stopping waits for the saves still running: every request is counted.
+    gateway.stop().await;
+    assert_eq!(stored(&path).await.unwrap()["requests"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saved_before_the_answer_when_asked() {
+    let upstream = upstream().await;
+    let path = common::TempStore::new("before-answer");
+    let gateway =
+        common::sdk::serve_settings(&path, settings(&upstream.url, SaveOrder::BeforeAnswer), 0).await;
+    assert_eq!(ask(&gateway.url, 1).await.unwrap(), 200);
+    assert!(stored(&path).await.is_some(), "saved before the client had the answer");
+    let (release, holder) = lock_writes(&path).await;
+    let second = ask(&gateway.url, 2);
+    assert!(still_waiting(&second).await, "answered before its state was saved");
+    release.send(()).unwrap();
+    holder.await.unwrap();
+    assert_eq!(second.await.unwrap(), 200);
+    gateway.stop().await;
+    assert_eq!(stored(&path).await.unwrap()["requests"], 2);
+}
