@@ -186,6 +186,24 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
         body: &serde_json::Value,
     ) -> Result<bool, JournalError>;
 
+    /// Swaps `key` as [`RunStore::swap_journal`] does and stores `entries` (distinct keys, none
+    /// of them `key`) in the same statement: one round trip where the two calls cost two. The
+    /// entries are stored whether or not the swap happens (the gateway's fingerprints of a
+    /// history stay true whichever request saved the state first); the answer is whether it
+    /// did.
+    async fn swap_journal_saving(
+        &self,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        body: &serde_json::Value,
+        entries: &[(String, serde_json::Value)],
+    ) -> Result<bool, JournalError> {
+        if !entries.is_empty() {
+            self.save_journals(entries).await?;
+        }
+        self.swap_journal(key, expected, body).await
+    }
+
     // ---- messages and checkpoints (F32, F36) ----
 
     /// Saves a checkpoint in one transaction: the new messages (all of them after a rewrite such

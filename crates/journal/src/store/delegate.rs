@@ -135,6 +135,15 @@ macro_rules! delegate_run_store {
             ) -> Result<bool, JournalError> {
                 $store::swap_journal(self, key, expected, body).await
             }
+            async fn swap_journal_saving(
+                &self,
+                key: &str,
+                expected: Option<&serde_json::Value>,
+                body: &serde_json::Value,
+                entries: &[(String, serde_json::Value)],
+            ) -> Result<bool, JournalError> {
+                $store::swap_journal_saving(self, key, expected, body, entries).await
+            }
             async fn save_checkpoint(
                 &self,
                 run_id: &str,

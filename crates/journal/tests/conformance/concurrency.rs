@@ -191,3 +191,46 @@ pub async fn swapped_documents_lose_no_concurrent_update(backend: Backend) {
     }
     assert_eq!(store.load_journal("k").await.unwrap(), Some(doc(40)));
 }
+
+/// The state's swap and the fingerprints written with it in one statement: the swap succeeds
+/// only while the document is as read, the other documents are stored either way, and 40
+/// writers at once lose no update.
+pub async fn a_swap_with_documents_beside_it_loses_no_concurrent_update(backend: Backend) {
+    let store = backend.open().await;
+    let doc = |n: u64| serde_json::json!({"id": "c", "requests": n, "note": "a \"quoted\" é"});
+    let beside =
+        move |n: u64| vec![(format!("p/{n}"), serde_json::json!({"id": "c"})), (format!("q/{n}"), doc(n))];
+    assert!(store.swap_journal_saving("k", None, &doc(0), &beside(0)).await.unwrap(), "absent: inserted");
+    assert!(!store.swap_journal_saving("k", None, &doc(9), &beside(1)).await.unwrap(), "present");
+    assert!(
+        !store.swap_journal_saving("k", Some(&doc(5)), &doc(9), &beside(2)).await.unwrap(),
+        "not as read"
+    );
+    assert_eq!(store.load_journal("k").await.unwrap(), Some(doc(0)), "a failed swap writes no state");
+    for n in 0..3 {
+        assert_eq!(store.load_journal(&format!("q/{n}")).await.unwrap(), Some(doc(n)), "stored either way");
+    }
+    assert!(
+        store.swap_journal_saving("k", Some(&doc(0)), &doc(1), &[]).await.unwrap(),
+        "as read, none beside"
+    );
+    let mut writers = Vec::new();
+    for w in 0..40u64 {
+        let store = store.clone();
+        writers.push(tokio::spawn(async move {
+            loop {
+                let read = store.load_journal("k").await.unwrap().unwrap();
+                let next = doc(read["requests"].as_u64().unwrap() + 1);
+                if store.swap_journal_saving("k", Some(&read), &next, &beside(100 + w)).await.unwrap() {
+                    return;
+                }
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert_eq!(store.load_journal("k").await.unwrap(), Some(doc(41)));
+    let keys: Vec<String> = (100..140).map(|n| format!("p/{n}")).collect();
+    assert_eq!(store.load_journals(&keys).await.unwrap().len(), 40);
+}

@@ -343,6 +343,39 @@ impl PostgresStore {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Swaps `key` and stores `entries` in one statement (see
+    /// `RunStore::swap_journal_saving`): every row is an upsert, the state's row guarded by its
+    /// expected document (no document: `journals.body = NULL` is never true).
+    pub(super) async fn swap_journal_saving(
+        &self,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        body: &serde_json::Value,
+        entries: &[(String, serde_json::Value)],
+    ) -> Result<bool, JournalError> {
+        let mut keys = vec![key];
+        let mut bodies = vec![body.to_string()];
+        for (entry, document) in entries {
+            keys.push(entry);
+            bodies.push(document.to_string());
+        }
+        let done = sqlx::query(
+            "INSERT INTO journals (conversation, body, updated_at)
+             SELECT k, b, $3 FROM UNNEST($1::TEXT[], $2::TEXT[]) AS t(k, b)
+             ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
+             WHERE journals.conversation <> $4 OR journals.body = $5",
+        )
+        .bind(&keys)
+        .bind(&bodies)
+        .bind(now_ms())
+        .bind(key)
+        .bind(expected.map(serde_json::Value::to_string))
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(done.rows_affected() == entries.len() as u64 + 1)
+    }
+
     pub(super) async fn load_journals(
         &self,
         keys: &[String],

@@ -4,6 +4,9 @@ use sqlx::Row;
 
 use super::*;
 
+/// The most documents written by one statement (SQLite binds at most 32,766 values).
+const SAVED_IN_ONE_STATEMENT: usize = 300;
+
 impl SqliteStore {
     /// The journal of a conversation, as stored JSON.
     pub(super) async fn load_journal(
@@ -68,6 +71,37 @@ impl SqliteStore {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Swaps `key` and stores `entries` in one statement (see
+    /// `RunStore::swap_journal_saving`): every row is an upsert, the state's row guarded by its
+    /// expected document (no document: `journals.body = NULL` is never true).
+    pub(super) async fn swap_journal_saving(
+        &self,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        body: &serde_json::Value,
+        entries: &[(String, serde_json::Value)],
+    ) -> Result<bool, JournalError> {
+        if entries.len() >= SAVED_IN_ONE_STATEMENT {
+            self.save_journals(entries).await?;
+            return self.swap_journal(key, expected, body).await;
+        }
+        // Only placeholders are spliced in; the values are bound.
+        let rows = vec!["(?, ?, ?)"; entries.len() + 1].join(", ");
+        let sql = format!(
+            "INSERT INTO journals (conversation, body, updated_at) VALUES {rows}
+             ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
+             WHERE journals.conversation <> ? OR journals.body = ?"
+        );
+        let now = now_ms();
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(key).bind(body.to_string()).bind(now);
+        for (entry, document) in entries {
+            query = query.bind(entry).bind(document.to_string()).bind(now);
+        }
+        let query = query.bind(key).bind(expected.map(serde_json::Value::to_string));
+        let done = query.execute(&self.pool).await.map_err(self.db())?;
+        Ok(done.rows_affected() == entries.len() as u64 + 1)
+    }
+
     pub(super) async fn load_journals(
         &self,
         keys: &[String],
@@ -100,7 +134,7 @@ impl SqliteStore {
         // One statement is atomic by itself and costs one round trip to the connection's
         // thread, where a transaction costs four; batches past SQLite's bound-value limit go in
         // chunks inside one transaction.
-        const CHUNK: usize = 300;
+        const CHUNK: usize = SAVED_IN_ONE_STATEMENT;
         if entries.is_empty() {
             return Ok(());
         }
