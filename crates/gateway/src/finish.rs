@@ -109,13 +109,14 @@ impl Gateway {
     /// with the fingerprint of the history the client now has.
     pub(crate) async fn finish(
         self: &Arc<Self>,
-        done: Done,
+        mut done: Done,
         reply: Option<Message>,
         usage: (u64, u64),
         replied: Replied,
     ) {
         let (input, output) = usage;
-        let mut state = done.state.clone();
+        // The state is saved from here on (the swap reads `done` only for the request's part).
+        let mut state = std::mem::take(&mut done.state);
         let (new, starts, from, len, head, last) =
             (&done.new, &done.starts, done.from, done.len, done.head, done.last);
         let keep = done.referable;
@@ -238,7 +239,7 @@ pub(crate) struct Done {
     /// request with `store` on).
     pub(crate) referable: bool,
     /// The state's document as it was read (`None`: none was stored), for the swap.
-    pub(crate) stored: Option<Value>,
+    pub(crate) stored: Option<Arc<Value>>,
 }
 
 /// What a complete reply says of itself for its chain: its id and, on the Responses API (only

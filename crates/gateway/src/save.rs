@@ -31,8 +31,8 @@ pub(crate) struct Save {
 
 impl Save {
     /// Only the state as it was read with the request's messages observed (no reply).
-    pub(crate) fn state_only(done: Done) -> Self {
-        let state = done.state.clone();
+    pub(crate) fn state_only(mut done: Done) -> Self {
+        let state = std::mem::take(&mut done.state);
         Save { done, state, fingerprints: Vec::new(), kept: None, usage: (0, 0), record: None }
     }
 
@@ -72,8 +72,8 @@ impl Gateway {
         }
     }
 
-    /// Appends to the recording, stores the state (swapped for the one the request was read
-    /// with: see `state_store`), then the fingerprints and the link.
+    /// Appends to the recording, then stores the state (swapped for the one the request was
+    /// read with: see `state_store`) with the fingerprints and the link, in one statement.
     async fn persist(&self, save: Save) {
         let Save { done, mut state, fingerprints, kept, usage, record } = save;
         if let (Some(dir), Some((messages, recorded))) = (&self.record_dir, record) {
@@ -84,16 +84,11 @@ impl Gateway {
                 }
             }
         }
-        self.store_state(&done, &state, usage).await;
-        let mut entries: Vec<(String, Value)> = fingerprints
+        let mut beside: Vec<(String, Value)> = fingerprints
             .iter()
             .map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id })))
             .collect();
-        entries.extend(kept);
-        if !entries.is_empty()
-            && let Err(e) = self.store.save_journals(&entries).await
-        {
-            tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation fingerprints not saved");
-        }
+        beside.extend(kept);
+        self.store_state(&done, state, usage, &beside).await;
     }
 }

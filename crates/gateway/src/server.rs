@@ -74,7 +74,7 @@ impl Gateway {
         headers: &HeaderMap,
         head: u64,
         candidates: &[u64],
-    ) -> Result<(ConversationState, Option<Value>), JournalError> {
+    ) -> Result<(ConversationState, Option<Arc<Value>>), JournalError> {
         // A client-chosen id is a store key: short and printable, or ignored.
         let named = headers
             .get(RUN_HEADER)

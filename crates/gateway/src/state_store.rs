@@ -10,6 +10,8 @@
 //! takes to answer (seconds to minutes); a lock would serialise a client's parallel requests
 //! and strand a conversation whose replica died holding it.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::Gateway;
@@ -28,7 +30,7 @@ impl Gateway {
     pub(crate) async fn load_state(
         &self,
         id: &str,
-    ) -> Result<Option<(ConversationState, Value)>, looprail_journal::JournalError> {
+    ) -> Result<Option<(ConversationState, Arc<Value>)>, looprail_journal::JournalError> {
         self.write_behind.settled(id).await;
         if let Some(kept) = self.write_behind.state(id) {
             return Ok(Some(kept));
@@ -40,11 +42,13 @@ impl Gateway {
     async fn read_state(
         &self,
         id: &str,
-    ) -> Result<Option<(ConversationState, Value)>, looprail_journal::JournalError> {
+    ) -> Result<Option<(ConversationState, Arc<Value>)>, looprail_journal::JournalError> {
         let Some(document) = self.store.load_journal(&identity::state_key(id)).await? else {
             return Ok(None);
         };
-        match serde_json::from_value(document.clone()) {
+        let read = <ConversationState as serde::Deserialize>::deserialize(&document);
+        let document = Arc::new(document);
+        match read {
             Ok(state) => Ok(Some((state, document))),
             Err(e) => {
                 // A row this version cannot read (a newer gateway wrote it): started over,
@@ -57,44 +61,60 @@ impl Gateway {
 
     /// Stores `state` as the state `done` was read with, unless another request saved the
     /// conversation meanwhile: then this request's part is done again on what that one saved.
-    /// `usage` is the reply's tokens (already counted in `state`).
-    pub(crate) async fn store_state(&self, done: &Done, state: &ConversationState, usage: (u64, u64)) {
-        let key = identity::state_key(&state.id);
+    /// `usage` is the reply's tokens (already counted in `state`); `beside` (the history's
+    /// fingerprints, a response's link) is stored in the same statement as the first try.
+    pub(crate) async fn store_state(
+        &self,
+        done: &Done,
+        state: ConversationState,
+        usage: (u64, u64),
+        beside: &[(String, Value)],
+    ) {
+        let id = state.id.clone();
+        let key = identity::state_key(&id);
         let mut expected = done.stored.clone();
-        let mut next = state.clone();
+        let mut next = state;
+        // The state as this request made it, kept once a swap fails (for the redo).
+        let mut mine: Option<ConversationState> = None;
         for attempt in 0..SWAP_ATTEMPTS {
             let body = serde_json::to_value(&next).unwrap_or_default();
-            match self.store.swap_journal(&key, expected.as_ref(), &body).await {
-                Ok(true) => return self.write_behind.wrote(&next, &body),
+            let swapped = if attempt == 0 {
+                self.store.swap_journal_saving(&key, expected.as_deref(), &body, beside).await
+            } else {
+                self.store.swap_journal(&key, expected.as_deref(), &body).await
+            };
+            match swapped {
+                Ok(true) => return self.write_behind.wrote(next, body),
                 Ok(false) => {}
                 Err(e) => {
-                    self.write_behind.forget(&state.id);
-                    tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation state not saved");
+                    self.write_behind.forget(&id);
+                    tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %id, error = %e, "gateway: conversation state not saved");
                     return;
                 }
             }
             // Another request saved first: its state, with this request's part done again.
-            let latest = match self.read_state(&state.id).await {
+            let latest = match self.read_state(&id).await {
                 Ok(latest) => latest,
                 Err(e) => {
-                    self.write_behind.forget(&state.id);
-                    tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %state.id, error = %e, "gateway: conversation state not saved");
+                    self.write_behind.forget(&id);
+                    tracing::warn!(name: "gateway.store.unavailable", target: "looprail", conversation = %id, error = %e, "gateway: conversation state not saved");
                     return;
                 }
             };
             let (mut merged, document) = match latest {
                 Some((merged, document)) => (merged, Some(document)),
-                None => (ConversationState { id: state.id.clone(), ..ConversationState::default() }, None),
+                None => (ConversationState { id: id.clone(), ..ConversationState::default() }, None),
             };
-            self.redo(done, state, &mut merged, usage);
+            let original = mine.get_or_insert_with(|| std::mem::take(&mut next));
+            self.redo(done, original, &mut merged, usage);
             next = merged;
             expected = document;
             if attempt > 2 {
                 tokio::time::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20)))).await;
             }
         }
-        self.write_behind.forget(&state.id);
-        tracing::warn!(name: "gateway.state.contended", target: "looprail", conversation = %state.id, "gateway: conversation state not saved after {SWAP_ATTEMPTS} concurrent updates");
+        self.write_behind.forget(&id);
+        tracing::warn!(name: "gateway.state.contended", target: "looprail", conversation = %id, "gateway: conversation state not saved after {SWAP_ATTEMPTS} concurrent updates");
     }
 
     /// Does this request's part again on `latest`: observes the new messages it does not hold

@@ -67,7 +67,7 @@ const STATE_KEPT_BYTES: usize = 64 * 1024;
 pub(crate) struct WriteBehind {
     order: SaveOrder,
     inflight: Arc<Mutex<Inflight>>,
-    states: Mutex<HashMap<String, (ConversationState, Value)>>,
+    states: Mutex<HashMap<String, (ConversationState, Arc<Value>)>>,
     tracker: TaskTracker,
 }
 
@@ -139,14 +139,14 @@ impl WriteBehind {
     }
 
     /// The state conversation `id`'s last save wrote, with its document, when kept.
-    pub(crate) fn state(&self, id: &str) -> Option<(ConversationState, Value)> {
+    pub(crate) fn state(&self, id: &str) -> Option<(ConversationState, Arc<Value>)> {
         let states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         states.get(id).cloned()
     }
 
     /// Keeps `state`, just written as `document` (after-answer saves only; a document past
     /// the size kept is dropped instead).
-    pub(crate) fn wrote(&self, state: &ConversationState, document: &Value) {
+    pub(crate) fn wrote(&self, state: ConversationState, document: Value) {
         if !self.after_answer() {
             return;
         }
@@ -161,7 +161,7 @@ impl WriteBehind {
                 states.remove(&key);
             }
         }
-        states.insert(state.id.clone(), (state.clone(), document.clone()));
+        states.insert(state.id.clone(), (state, Arc::new(document)));
     }
 
     /// Drops what is kept of conversation `id` (its save failed: the store is the truth).
