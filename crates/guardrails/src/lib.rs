@@ -131,21 +131,21 @@ pub fn default_stack(config: &GuardrailsConfig) -> Vec<Box<dyn Guard>> {
 /// use std::collections::BTreeMap;
 /// use looprail_guardrails::{GuardrailsConfig, restored_stack};
 ///
-/// let fresh = restored_stack(&Default::default(), &GuardrailsConfig::default(), &BTreeMap::new());
+/// let fresh = restored_stack(&Default::default(), &GuardrailsConfig::default(), BTreeMap::new());
 /// let saved: BTreeMap<_, _> = fresh.iter().map(|g| (g.name().to_owned(), g.save_state())).collect();
-/// let again = restored_stack(&Default::default(), &GuardrailsConfig::default(), &saved);
+/// let again = restored_stack(&Default::default(), &GuardrailsConfig::default(), saved);
 /// assert_eq!(again.len(), fresh.len());
 /// ```
 pub fn restored_stack(
     config: &looprail_loop_core::config::LoopConfig,
     guardrails: &GuardrailsConfig,
-    saved: &std::collections::BTreeMap<String, serde_json::Value>,
+    mut saved: std::collections::BTreeMap<String, serde_json::Value>,
 ) -> Vec<Box<dyn Guard>> {
     let mut stack = looprail_loop_core::guards::defaults(config);
     stack.extend(default_stack(guardrails));
     for guard in &mut stack {
-        if let Some(state) = saved.get(guard.name()) {
-            let _ = guard.load_state(state.clone());
+        if let Some(state) = saved.remove(guard.name()) {
+            let _ = guard.load_state(state);
         }
     }
     stack

@@ -213,7 +213,7 @@ impl Hook {
     }
 
     fn stack(&self, state: &SessionState) -> Vec<Box<dyn Guard>> {
-        restored_stack(&self.config, &self.guardrails, &state.guards)
+        restored_stack(&self.config, &self.guardrails, state.guards.clone())
     }
 
     /// Feeds one call and its output to the guards, as one turn of the session.
