@@ -124,8 +124,10 @@ impl Gate {
         Self { config, guardrails }
     }
 
-    fn stack(&self, state: &ConversationState) -> Vec<Box<dyn Guard>> {
-        restored_stack(&self.config, &self.guardrails, &state.guards)
+    /// The conversation's guard stack, its saved states moved into it (the caller saves them
+    /// back).
+    fn stack(&self, state: &mut ConversationState) -> Vec<Box<dyn Guard>> {
+        restored_stack(&self.config, &self.guardrails, std::mem::take(&mut state.guards))
     }
 
     fn take(&self, decisions: Vec<Decision>, tools: &[String], outcome: &mut Outcome) {

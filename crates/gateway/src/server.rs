@@ -65,52 +65,65 @@ impl Gateway {
         subtle::ConstantTimeEq::ct_eq(given.as_bytes(), required.as_bytes()).into()
     }
 
-    /// The conversation a request continues (or a new one): the header's, else the one whose
-    /// answered history the request extends (`candidates`, the fingerprints of its last few
-    /// prefixes, longest first), looked up in this replica's memory first and then in the
-    /// store, every candidate in one query.
-    async fn identify(
+    /// The conversation a request continues: the one the client names (`x-looprail-run`), else
+    /// the one whose answered history the request extends, `None` for a new one. A history is
+    /// known by the fingerprints of its last few prefixes (longest first), computed one at a
+    /// time while this replica's memory knows none of them (a request usually extends the
+    /// history answered last by a message or two); then a save still running behind its answer
+    /// and the store are asked for all of them, the store in one query.
+    async fn recognise(
         &self,
         headers: &HeaderMap,
+        request: &mut Request<'_>,
         head: u64,
-        candidates: &[u64],
-    ) -> Result<(ConversationState, Option<Arc<Value>>), JournalError> {
+        last: Option<u64>,
+    ) -> Result<Option<String>, Unprepared> {
         // A client-chosen id is a store key: short and printable, or ignored.
         let named = headers
             .get(RUN_HEADER)
             .and_then(|v| v.to_str().ok())
             .filter(|id| identity::storable_id(id))
             .map(str::to_owned);
-        let id = match named {
-            Some(id) => Some(id),
-            None => {
-                let remembered = self
-                    .recent
-                    .lock()
-                    .ok()
-                    .and_then(|recent| candidates.iter().find_map(|f| recent.get(f).cloned()));
-                match remembered {
-                    Some(id) => Some(id),
-                    None if candidates.is_empty() => None,
-                    // A history whose save still runs behind its answer, else the store.
-                    None => match candidates
-                        .iter()
-                        .find_map(|f| self.write_behind.pending_conversation(&identity::prefix_key(*f)))
-                    {
-                        Some(id) => Some(id),
-                        None => {
-                            let keys: Vec<String> =
-                                candidates.iter().map(|f| identity::prefix_key(*f)).collect();
-                            let found = self.store.load_journals(&keys).await?;
-                            // The longest answered history the request extends.
-                            keys.iter()
-                                .find_map(|k| found.iter().find(|(key, _)| key == k))
-                                .and_then(|(_, v)| v["id"].as_str().map(str::to_owned))
-                        }
-                    },
-                }
+        if named.is_some() {
+            return Ok(named);
+        }
+        let len = request.len();
+        let mut hashes: Vec<u64> = last.into_iter().collect(); // hashes[j] is message len - 1 - j
+        let mut candidates = Vec::new();
+        for j in 0..len.min(LOOKBACK) {
+            if j + 1 < len && hashes.len() < j + 2 {
+                hashes.push(request.identity_hash(len - 2 - j)?);
             }
-        };
+            let candidate = identity::anchor(head, len - j, hashes.get(j + 1).copied(), hashes[j]);
+            let remembered = self.recent.lock().ok().and_then(|recent| recent.get(&candidate).cloned());
+            if remembered.is_some() {
+                return Ok(remembered);
+            }
+            candidates.push(candidate);
+        }
+        let keys: Vec<String> = candidates.iter().map(|f| identity::prefix_key(*f)).collect();
+        // A history whose save still runs behind its answer, else the store.
+        if let Some(id) = keys.iter().find_map(|k| self.write_behind.pending_conversation(k)) {
+            return Ok(Some(id));
+        }
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let found = self.store.load_journals(&keys).await.map_err(Unprepared::Store)?;
+        // The longest answered history the request extends.
+        Ok(keys
+            .iter()
+            .find_map(|k| found.iter().find(|(key, _)| key == k))
+            .and_then(|(_, v)| v["id"].as_str().map(str::to_owned)))
+    }
+
+    /// Conversation `id`'s state and the document it was read as (a new conversation's when
+    /// `id` is `None` or nothing is stored under it).
+    async fn conversation(
+        &self,
+        id: Option<String>,
+        head: u64,
+    ) -> Result<(ConversationState, Option<Arc<Value>>), JournalError> {
         let Some(id) = id else {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -140,16 +153,9 @@ impl Gateway {
         let first = if request.is_empty() { None } else { Some(request.identity_hash(0)?) };
         let system = request.system_text();
         let head = identity::head(api.name(), &tools, &system, first);
-        // Fingerprints of the last prefixes (longest first), each from its last two messages.
-        let mut hashes = Vec::new(); // hashes[j] is message len - 1 - j
-        for i in (len.saturating_sub(LOOKBACK + 1)..len).rev() {
-            hashes.push(request.identity_hash(i)?);
-        }
-        let candidates: Vec<u64> = (0..hashes.len().min(LOOKBACK))
-            .map(|j| identity::anchor(head, len - j, hashes.get(j + 1).copied(), hashes[j]))
-            .collect();
-        let (mut state, stored) =
-            self.identify(headers, head, &candidates).await.map_err(Unprepared::Store)?;
+        let last = if len == 0 { None } else { Some(request.identity_hash(len - 1)?) };
+        let id = self.recognise(headers, request, head, last).await?;
+        let (mut state, stored) = self.conversation(id, head).await.map_err(Unprepared::Store)?;
         let from = state.resume_at(len);
         // The last reply's items, for the references to them among the new items.
         request.know_items(&state.reply_items);
@@ -157,7 +163,6 @@ impl Gateway {
         ErrorPatterns::default().classify(&mut new);
         // Anthropic's system prompt comes apart from the messages: recorded once, first.
         let system = Some(system).filter(|s| from == 0 && !s.is_empty()).map(Message::system);
-        let last = hashes.first().copied();
         Ok(Done {
             api,
             state,

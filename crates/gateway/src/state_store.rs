@@ -32,7 +32,7 @@ impl Gateway {
         id: &str,
     ) -> Result<Option<(ConversationState, Arc<Value>)>, looprail_journal::JournalError> {
         self.write_behind.settled(id).await;
-        if let Some(kept) = self.write_behind.state(id) {
+        if let Some(kept) = self.write_behind.take_state(id) {
             return Ok(Some(kept));
         }
         self.read_state(id).await

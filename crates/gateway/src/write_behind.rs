@@ -138,10 +138,12 @@ impl WriteBehind {
         inflight.keys.get(key).cloned()
     }
 
-    /// The state conversation `id`'s last save wrote, with its document, when kept.
-    pub(crate) fn state(&self, id: &str) -> Option<(ConversationState, Arc<Value>)> {
-        let states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        states.get(id).cloned()
+    /// The state conversation `id`'s last save wrote, with its document, when kept: taken, not
+    /// copied (the request's save keeps the state it writes; a request of the same conversation
+    /// meanwhile reads the store, which holds the same).
+    pub(crate) fn take_state(&self, id: &str) -> Option<(ConversationState, Arc<Value>)> {
+        let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        states.remove(id)
     }
 
     /// Keeps `state`, just written as `document` (after-answer saves only; a document past
