@@ -55,7 +55,7 @@ mod state_store;
 mod store_failure;
 pub mod upstream;
 pub mod wire;
-pub mod write_behind;
+mod write_behind;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

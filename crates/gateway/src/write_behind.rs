@@ -29,7 +29,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::conversation::ConversationState;
 
-/// When a conversation's state is saved relative to its answer.
+/// When a conversation's state is saved relative to its answer
+/// ([`GatewayConfig::save_order`](crate::GatewayConfig::save_order)). Saved after the answer,
+/// a conversation's next request still waits for that save before it reads the state, so the
+/// guards judge every step as when saving first; the gateway's shutdown waits for the saves
+/// still running.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SaveOrder {
@@ -56,7 +60,7 @@ impl SaveOrder {
 }
 
 /// How many conversations' last saved states are kept in memory (after-answer saves only).
-pub const STATES_KEPT: usize = 1024;
+pub(crate) const STATES_KEPT: usize = 1024;
 
 /// The largest state document kept in memory, in bytes of its JSON; a larger one (a Responses
 /// conversation keeping big reply items) is read from the store.
@@ -214,5 +218,40 @@ impl Drop for Ticket {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_saves_after_the_answer_only_on_a_store_one_process_uses() {
+        assert_eq!(SaveOrder::Auto.on("sqlite"), SaveOrder::AfterAnswer);
+        assert_eq!(SaveOrder::Auto.on("postgres"), SaveOrder::BeforeAnswer);
+        assert_eq!(SaveOrder::BeforeAnswer.on("sqlite"), SaveOrder::BeforeAnswer);
+        assert_eq!(SaveOrder::AfterAnswer.on("postgres"), SaveOrder::AfterAnswer);
+    }
+
+    #[tokio::test]
+    async fn a_request_waits_for_every_running_save_of_its_conversation_and_no_other() {
+        let saves = WriteBehind::new(SaveOrder::AfterAnswer);
+        let first = saves.begin("c", vec!["gateway/prefix/1".into()]);
+        let second = saves.begin("c", Vec::new());
+        assert_eq!(saves.pending_conversation("gateway/prefix/1").as_deref(), Some("c"));
+        saves.settled("other").await; // nothing of its own runs: no wait
+        let waiting = tokio::spawn({
+            let inflight = Arc::clone(&saves.inflight);
+            async move {
+                let saves = WriteBehind { inflight, ..WriteBehind::new(SaveOrder::AfterAnswer) };
+                saves.settled("c").await;
+            }
+        });
+        drop(first);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "one save of it still runs");
+        assert_eq!(saves.pending_conversation("gateway/prefix/1"), None, "its keys are written");
+        drop(second);
+        waiting.await.unwrap();
     }
 }

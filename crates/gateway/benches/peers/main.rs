@@ -19,6 +19,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 mod load;
+mod quiet;
 mod report;
 mod requests;
 mod systems;
@@ -112,6 +113,23 @@ async fn systems(
     started
 }
 
+/// One client sending to `targets` in turn for `rounds` rounds: a row each.
+async fn in_turns(targets: &[Target], api: Api, stream: bool, rounds: usize) -> Vec<Row> {
+    let load = Load::Sequential;
+    let before: Vec<Option<f64>> = targets.iter().map(cpu).collect();
+    let samples = load::sequential(targets, api, stream, rounds).await;
+    samples
+        .iter()
+        .zip(targets)
+        .zip(before)
+        .map(|((samples, t), before)| {
+            let mut row = Row::measured(t.system, api.name(), stream, load, samples, 0.0);
+            row.cpu_per_request = per_request(before, cpu(t), samples.len());
+            row
+        })
+        .collect()
+}
+
 /// The CPU seconds a system's processes have used so far.
 fn cpu(target: &Target) -> Option<f64> {
     target.pid.and_then(systems::cpu_seconds)
@@ -146,22 +164,30 @@ async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths
                 eprintln!("measuring {} stream={stream} {load:?}", api.name());
                 let mut cell: Vec<Row> = match load {
                     Load::Sequential => {
-                        let before: Vec<Option<f64>> = targets.iter().map(cpu).collect();
-                        let samples = load::sequential(targets, api, stream, lengths.rounds).await;
-                        samples
-                            .iter()
-                            .zip(targets)
-                            .zip(before)
-                            .map(|((samples, t), before)| {
-                                let mut row = Row::measured(t.system, api.name(), stream, load, samples, 0.0);
-                                row.cpu_per_request = per_request(before, cpu(t), samples.len());
-                                row
-                            })
-                            .collect()
+                        // The systems take turns request by request, so the machine's drift falls
+                        // on all alike; LiteLLM apart (its workers' own CPU, hundreds of times
+                        // the others', would fall on their turns), in turns with the upstream.
+                        let (apart, together): (Vec<Target>, Vec<Target>) =
+                            targets.iter().cloned().partition(|t| t.system == "litellm");
+                        quiet::quiet().await;
+                        let mut cell = in_turns(&together, api, stream, lengths.rounds).await;
+                        let direct = targets.iter().find(|t| t.system == "direct");
+                        for system in apart {
+                            quiet::quiet().await;
+                            let pair: Vec<Target> = direct.into_iter().cloned().chain([system]).collect();
+                            let mut rows = in_turns(&pair, api, stream, lengths.rounds).await;
+                            let own = rows.pop();
+                            if let (Some(mut own), Some(direct)) = (own, rows.pop()) {
+                                own.against(&direct);
+                                cell.push(own);
+                            }
+                        }
+                        cell
                     }
                     _ => {
                         let mut cell = Vec::new();
                         for target in targets {
+                            quiet::quiet().await;
                             let before = cpu(target);
                             let (samples, rate) = match load {
                                 Load::Open(rps) => {
@@ -188,7 +214,7 @@ async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths
                 }
                 let direct = cell.iter().find(|r| r.system == "direct").cloned();
                 for row in &mut cell {
-                    if let (Some(direct), true) = (&direct, row.system != "direct") {
+                    if let (Some(direct), true) = (&direct, row.system != "direct" && row.added.is_none()) {
                         row.against(direct);
                     }
                 }
