@@ -126,7 +126,7 @@ impl Gate {
 
     /// The conversation's guard stack, its saved states moved into it (the caller saves them
     /// back).
-    fn stack(&self, state: &mut ConversationState) -> Vec<Box<dyn Guard>> {
+    pub(crate) fn stack(&self, state: &mut ConversationState) -> Vec<Box<dyn Guard>> {
         restored_stack(&self.config, &self.guardrails, std::mem::take(&mut state.guards))
     }
 
@@ -182,11 +182,28 @@ impl Gate {
         tools: &[String],
         now: i64,
     ) -> Verdict {
+        let mut stack = self.stack(state);
+        let verdict = self.observe_live(state, &mut stack, new, len, tools, now);
+        state.guards = saved(&stack);
+        verdict
+    }
+
+    /// [`Gate::observe_new`] on the conversation's live guard stack (its `state.guards` taken
+    /// out of the state, or kept from its last request): the stack's states are not written
+    /// back into `state` (see [`saved`]).
+    pub(crate) fn observe_live(
+        &self,
+        state: &mut ConversationState,
+        stack: &mut [Box<dyn Guard>],
+        new: &[Message],
+        len: usize,
+        tools: &[String],
+        now: i64,
+    ) -> Verdict {
         if state.started_ms == 0 {
             state.started_ms = now;
         }
         state.requests += 1;
-        let mut stack = self.stack(state);
         let mut outcome = Outcome::default();
         let elapsed_ms = u64::try_from(now - state.started_ms).unwrap_or(0);
         let elapsed = Duration::from_millis(elapsed_ms);
@@ -218,7 +235,7 @@ impl Gate {
                             config: &self.config,
                             elapsed,
                         };
-                        for guard in &mut stack {
+                        for guard in stack.iter_mut() {
                             self.take(guard.after_response(&view, &response), tools, &mut outcome);
                         }
                     }
@@ -237,10 +254,10 @@ impl Gate {
                         config: &self.config,
                         elapsed,
                     };
-                    for guard in &mut stack {
+                    for guard in stack.iter_mut() {
                         self.take(guard.after_response(&view, &response), tools, &mut outcome);
                     }
-                    for guard in &mut stack {
+                    for guard in stack.iter_mut() {
                         self.take(guard.before_tools(&view, &calls), tools, &mut outcome);
                     }
                     let answered = new[i + 1..].iter().take_while(|m| m.role == Role::Tool).count();
@@ -249,7 +266,7 @@ impl Gate {
                     }
                     let results = results_for(new, i + 1, &calls);
                     let view = TurnView { messages: &new[..=i + answered], ..view };
-                    for guard in &mut stack {
+                    for guard in stack.iter_mut() {
                         self.take(guard.after_tools(&view, &calls, &results), tools, &mut outcome);
                     }
                 }
@@ -258,13 +275,12 @@ impl Gate {
         }
         // Before the model call this request asks for: budgets, time limits, the iteration cap.
         let view = TurnView { counters: &state.counters, messages: new, config: &self.config, elapsed };
-        for guard in &mut stack {
+        for guard in stack.iter_mut() {
             self.take(guard.before_turn(&view), tools, &mut outcome);
         }
         if state.counters.iterations >= self.config.limits.max_iterations {
             outcome.conclude.get_or_insert_with(|| "the iteration cap was reached".to_owned());
         }
-        state.guards = stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect();
         state.seen = len;
         match outcome.conclude {
             Some(reason) => {
@@ -289,6 +305,29 @@ impl Gate {
         state.counters.usage.input_tokens += input_tokens;
         state.counters.usage.output_tokens += output_tokens;
     }
+}
+
+/// A conversation's guards, live (their states loaded), carried from a request to its save and
+/// kept for the conversation's next request. Behind a mutex only so that what holds it may be
+/// shared between threads (the guards are `Send`, not `Sync`); it is only used through
+/// `&mut`, which takes no lock.
+pub(crate) struct Stack(std::sync::Mutex<Vec<Box<dyn Guard>>>);
+
+impl Stack {
+    /// Holds `guards`.
+    pub(crate) fn new(guards: Vec<Box<dyn Guard>>) -> Self {
+        Self(std::sync::Mutex::new(guards))
+    }
+
+    /// The guards.
+    pub(crate) fn guards(&mut self) -> &mut Vec<Box<dyn Guard>> {
+        self.0.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The states of a live guard stack, by guard name, as a conversation's state keeps them.
+pub(crate) fn saved(stack: &[Box<dyn Guard>]) -> BTreeMap<String, serde_json::Value> {
+    stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect()
 }
 
 /// A message the gateway itself added (its copy came back).

@@ -159,7 +159,8 @@ impl Gateway {
             }
             _ => None,
         };
-        self.save(Save { done, state, fingerprints, kept, usage, record }).await;
+        let stack = done.stack.take();
+        self.save(Save { done, state, fingerprints, kept, usage, record, stack }).await;
     }
 }
 
@@ -240,6 +241,10 @@ pub(crate) struct Done {
     pub(crate) referable: bool,
     /// The state's document as it was read (`None`: none was stored), for the swap.
     pub(crate) stored: Option<Arc<Value>>,
+    /// The conversation's live guard stack: kept from its last request before the guards
+    /// observe this one (then `state.guards` is stale), its own after (then `state.guards` is
+    /// empty: the save fills it from the stack).
+    pub(crate) stack: Option<crate::conversation::Stack>,
 }
 
 /// What a complete reply says of itself for its chain: its id and, on the Responses API (only

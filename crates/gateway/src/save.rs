@@ -8,7 +8,7 @@ use looprail_loop_core::message::Message;
 use serde_json::Value;
 
 use crate::Gateway;
-use crate::conversation::ConversationState;
+use crate::conversation::{ConversationState, Stack, saved};
 use crate::finish::Done;
 use crate::identity;
 
@@ -27,13 +27,17 @@ pub(crate) struct Save {
     /// The messages to append to the conversation's recording, and how many wire messages
     /// it then holds.
     pub(crate) record: Option<(Vec<Message>, usize)>,
+    /// The conversation's live guard stack after this request: its states go into `state`'s
+    /// guards when it is saved, off the answer's path.
+    pub(crate) stack: Option<Stack>,
 }
 
 impl Save {
     /// Only the state as it was read with the request's messages observed (no reply).
     pub(crate) fn state_only(mut done: Done) -> Self {
         let state = std::mem::take(&mut done.state);
-        Save { done, state, fingerprints: Vec::new(), kept: None, usage: (0, 0), record: None }
+        let stack = done.stack.take();
+        Save { done, state, fingerprints: Vec::new(), kept: None, usage: (0, 0), record: None, stack }
     }
 
     /// The store keys it writes besides the state.
@@ -75,7 +79,10 @@ impl Gateway {
     /// Appends to the recording, then stores the state (swapped for the one the request was
     /// read with: see `state_store`) with the fingerprints and the link, in one statement.
     async fn persist(&self, save: Save) {
-        let Save { done, mut state, fingerprints, kept, usage, record } = save;
+        let Save { done, mut state, fingerprints, kept, usage, record, mut stack } = save;
+        if let Some(stack) = &mut stack {
+            state.guards = saved(stack.guards());
+        }
         if let (Some(dir), Some((messages, recorded))) = (&self.record_dir, record) {
             match crate::record::append(dir, &state.id, &messages) {
                 Ok(()) => state.recorded = recorded,
@@ -89,6 +96,6 @@ impl Gateway {
             .map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id })))
             .collect();
         beside.extend(kept);
-        self.store_state(&done, state, usage, &beside).await;
+        self.store_state(&done, state, usage, &beside, stack).await;
     }
 }

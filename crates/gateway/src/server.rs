@@ -15,7 +15,7 @@ use looprail_loop_core::message::Message;
 use serde_json::Value;
 
 use crate::compaction::{self, Plan, Summary};
-use crate::conversation::{ConversationState, Verdict, final_instruction};
+use crate::conversation::{ConversationState, Stack, Verdict, final_instruction};
 use crate::finish::{Done, Replied};
 use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::request::Request;
@@ -117,25 +117,23 @@ impl Gateway {
             .and_then(|(_, v)| v["id"].as_str().map(str::to_owned)))
     }
 
-    /// Conversation `id`'s state and the document it was read as (a new conversation's when
-    /// `id` is `None` or nothing is stored under it).
+    /// Conversation `id`'s state, the document it was read as and its live guard stack when
+    /// kept (a new conversation's state when `id` is `None` or nothing is stored under it).
     async fn conversation(
         &self,
         id: Option<String>,
         head: u64,
-    ) -> Result<(ConversationState, Option<Arc<Value>>), JournalError> {
+    ) -> Result<(ConversationState, Option<Arc<Value>>, Option<Stack>), JournalError> {
         let Some(id) = id else {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            return Ok((
-                ConversationState { id: identity::new_id(head, now), ..ConversationState::default() },
-                None,
-            ));
+            let state = ConversationState { id: identity::new_id(head, now), ..ConversationState::default() };
+            return Ok((state, None, None));
         };
         Ok(match self.load_state(&id).await? {
-            Some((state, document)) => (state, Some(document)),
-            None => (ConversationState { id, ..ConversationState::default() }, None),
+            Some((state, document, stack)) => (state, Some(document), stack),
+            None => (ConversationState { id, ..ConversationState::default() }, None, None),
         })
     }
 
@@ -155,7 +153,7 @@ impl Gateway {
         let head = identity::head(api.name(), &tools, &system, first);
         let last = if len == 0 { None } else { Some(request.identity_hash(len - 1)?) };
         let id = self.recognise(headers, request, head, last).await?;
-        let (mut state, stored) = self.conversation(id, head).await.map_err(Unprepared::Store)?;
+        let (mut state, stored, stack) = self.conversation(id, head).await.map_err(Unprepared::Store)?;
         let from = state.resume_at(len);
         // The last reply's items, for the references to them among the new items.
         request.know_items(&state.reply_items);
@@ -177,6 +175,7 @@ impl Gateway {
             link: None,
             referable: false,
             stored,
+            stack,
         })
     }
 
@@ -252,7 +251,21 @@ impl Gateway {
         // references (with `store: false` the API refuses references, so none are kept).
         done.referable = chain.is_some();
         done.link = chain.and_then(|start| start.link(done.from, &request));
-        let verdict = self.gate.observe_new(&mut done.state, &done.new, done.len, &done.tools, now_ms());
+        // The guard stack kept from the conversation's last request, else restored from its state.
+        let mut stack = match done.stack.take() {
+            Some(stack) => stack,
+            None => Stack::new(self.gate.stack(&mut done.state)),
+        };
+        let verdict = self.gate.observe_live(
+            &mut done.state,
+            stack.guards(),
+            &done.new,
+            done.len,
+            &done.tools,
+            now_ms(),
+        );
+        done.state.guards.clear(); // the save writes the stack's
+        done.stack = Some(stack);
         let stream = request.stream;
         let relay = stream && matches!(verdict, Verdict::Forward { .. });
         let pass_key = self.pass_client_key && self.require_key.is_none();

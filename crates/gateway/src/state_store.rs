@@ -15,27 +15,26 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::Gateway;
-use crate::conversation::ConversationState;
+use crate::conversation::{ConversationState, Stack};
 use crate::finish::Done;
 use crate::identity;
+use crate::write_behind::Kept;
 
 /// How many times a save is tried against concurrent writers before it is given up (logged).
 const SWAP_ATTEMPTS: u32 = 64;
 
 impl Gateway {
-    /// The state of conversation `id` as its last save left it, with its document; `None`
-    /// when none is stored. Waits for a save of it still running; the state this process last
-    /// wrote is read from memory when kept (see `write_behind`), else from the store. A store
-    /// that cannot be read is an error (never a fresh start).
-    pub(crate) async fn load_state(
-        &self,
-        id: &str,
-    ) -> Result<Option<(ConversationState, Arc<Value>)>, looprail_journal::JournalError> {
+    /// The state of conversation `id` as its last save left it, with its document and, when
+    /// kept, its live guard stack; `None` when none is stored. Waits for a save of it still
+    /// running; the state this process last wrote is read from memory when kept (see
+    /// `write_behind`), else from the store. A store that cannot be read is an error (never a
+    /// fresh start).
+    pub(crate) async fn load_state(&self, id: &str) -> Result<Option<Kept>, looprail_journal::JournalError> {
         self.write_behind.settled(id).await;
         if let Some(kept) = self.write_behind.take_state(id) {
             return Ok(Some(kept));
         }
-        self.read_state(id).await
+        Ok(self.read_state(id).await?.map(|(state, document)| (state, document, None)))
     }
 
     /// The stored state of conversation `id`, read from the store.
@@ -62,13 +61,16 @@ impl Gateway {
     /// Stores `state` as the state `done` was read with, unless another request saved the
     /// conversation meanwhile: then this request's part is done again on what that one saved.
     /// `usage` is the reply's tokens (already counted in `state`); `beside` (the history's
-    /// fingerprints, a response's link) is stored in the same statement as the first try.
+    /// fingerprints, a response's link) is stored in the same statement as the first try;
+    /// `stack` is the live guard stack `state`'s guards came from, kept in memory with the state
+    /// when that state is the one written.
     pub(crate) async fn store_state(
         &self,
         done: &Done,
         state: ConversationState,
         usage: (u64, u64),
         beside: &[(String, Value)],
+        mut stack: Option<Stack>,
     ) {
         let id = state.id.clone();
         let key = identity::state_key(&id);
@@ -84,7 +86,7 @@ impl Gateway {
                 self.store.swap_journal(&key, expected.as_deref(), &body).await
             };
             match swapped {
-                Ok(true) => return self.write_behind.wrote(next, body),
+                Ok(true) => return self.write_behind.wrote(next, body, stack),
                 Ok(false) => {}
                 Err(e) => {
                     self.write_behind.forget(&id);
@@ -106,6 +108,8 @@ impl Gateway {
                 None => (ConversationState { id: id.clone(), ..ConversationState::default() }, None),
             };
             let original = mine.get_or_insert_with(|| std::mem::take(&mut next));
+            // The state written now is another's merged with this one's: not the stack's.
+            stack = None;
             self.redo(done, original, &mut merged, usage);
             next = merged;
             expected = document;

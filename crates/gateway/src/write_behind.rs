@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
-use crate::conversation::ConversationState;
+use crate::conversation::{ConversationState, Stack};
 
 /// When a conversation's state is saved relative to its answer
 /// ([`GatewayConfig::save_order`](crate::GatewayConfig::save_order)). Saved after the answer,
@@ -66,13 +66,23 @@ pub(crate) const STATES_KEPT: usize = 1024;
 /// conversation keeping big reply items) is read from the store.
 const STATE_KEPT_BYTES: usize = 64 * 1024;
 
+/// What a save leaves in memory: the state it wrote, as the document it wrote, and the live
+/// guard stack that state's guards came from, when the save wrote the request's own state (not
+/// one merged with another request's).
+pub(crate) type Kept = (ConversationState, Arc<Value>, Option<Stack>);
+
 /// The saves that run after their answers, and the states they wrote.
-#[derive(Debug)]
 pub(crate) struct WriteBehind {
     order: SaveOrder,
     inflight: Arc<Mutex<Inflight>>,
-    states: Mutex<HashMap<String, (ConversationState, Arc<Value>)>>,
+    states: Mutex<HashMap<String, Kept>>,
     tracker: TaskTracker,
+}
+
+impl std::fmt::Debug for WriteBehind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBehind").field("order", &self.order).finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -145,14 +155,14 @@ impl WriteBehind {
     /// The state conversation `id`'s last save wrote, with its document, when kept: taken, not
     /// copied (the request's save keeps the state it writes; a request of the same conversation
     /// meanwhile reads the store, which holds the same).
-    pub(crate) fn take_state(&self, id: &str) -> Option<(ConversationState, Arc<Value>)> {
+    pub(crate) fn take_state(&self, id: &str) -> Option<Kept> {
         let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         states.remove(id)
     }
 
     /// Keeps `state`, just written as `document` (after-answer saves only; a document past
     /// the size kept is dropped instead).
-    pub(crate) fn wrote(&self, state: ConversationState, document: Value) {
+    pub(crate) fn wrote(&self, state: ConversationState, document: Value, stack: Option<Stack>) {
         if !self.after_answer() {
             return;
         }
@@ -167,7 +177,7 @@ impl WriteBehind {
                 states.remove(&key);
             }
         }
-        states.insert(state.id.clone(), (state, Arc::new(document)));
+        states.insert(state.id.clone(), (state, Arc::new(document), stack));
     }
 
     /// Drops what is kept of conversation `id` (its save failed: the store is the truth).

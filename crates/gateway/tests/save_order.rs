@@ -125,3 +125,71 @@ async fn saved_before_the_answer_when_asked() {
     gateway.stop().await;
     assert_eq!(stored(&path).await.unwrap()["requests"], 2);
 }
+
+/// An upstream that calls `search` again until asked for the final answer.
+async fn looping_upstream() -> FakeServer {
+    FakeServer::responding(|body| {
+        let message = if body["tool_choice"] == "none" {
+            json!({"role": "assistant", "content": "final"})
+        } else {
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "search", "arguments": "{\"q\":\"report\"}"}}]})
+        };
+        let finish = if message["tool_calls"].is_null() { "stop" } else { "tool_calls" };
+        Reply::json(
+            200,
+            &json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}]})
+            .to_string(),
+        )
+    })
+    .await
+}
+
+/// What the upstream was sent for each request of one looping conversation, unnamed (known by
+/// its fingerprints), sent back to back: `n` (plain), `g` (with the guards' instruction) or `f`
+/// (the final answer asked for).
+async fn ladder(save_order: SaveOrder) -> String {
+    let upstream = looping_upstream().await;
+    let path = common::TempStore::new("ladder");
+    let gateway = common::sdk::serve_settings(&path, settings(&upstream.url, save_order), 0).await;
+    let client = reqwest::Client::new();
+    let tools =
+        json!([{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]);
+    let mut messages = vec![json!({"role": "user", "content": "Find the report"})];
+    for i in 0..40 {
+        let body = json!({"model": "m", "messages": messages, "tools": tools});
+        let response = client
+            .post(format!("{}/v1/chat/completions", gateway.url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        let message = answer["choices"][0]["message"].clone();
+        let Some(call) = message["tool_calls"][0].as_object().cloned() else { break };
+        messages.push(message);
+        messages.push(
+            json!({"role": "tool", "tool_call_id": call["id"], "content": format!("no results ({i})")}),
+        );
+    }
+    gateway.stop().await;
+    upstream
+        .requests()
+        .iter()
+        .map(|r| match (r.body["tool_choice"] == "none", r.body.to_string().contains("[looprail]")) {
+            (true, _) => 'f',
+            (false, true) => 'g',
+            (false, false) => 'n',
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guards_judge_each_step_alike_whenever_the_state_is_saved() {
+    let after = ladder(SaveOrder::AfterAnswer).await;
+    let before = ladder(SaveOrder::BeforeAnswer).await;
+    assert!(after.contains('g') && after.ends_with('f'), "the ladder spoke, then concluded: {after}");
+    assert_eq!(after, before);
+}
