@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use looprail_guardrails::replay::results_for;
-use looprail_guardrails::{GuardrailsConfig, restored_stack};
+use looprail_guardrails::{GuardrailsConfig, restored_stack, saved_states};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
 use looprail_loop_core::message::{Message, Role, ToolCall};
@@ -184,13 +184,13 @@ impl Gate {
     ) -> Verdict {
         let mut stack = self.stack(state);
         let verdict = self.observe_live(state, &mut stack, new, len, tools, now);
-        state.guards = saved(&stack);
+        state.guards = saved_states(&stack);
         verdict
     }
 
     /// [`Gate::observe_new`] on the conversation's live guard stack (its `state.guards` taken
     /// out of the state, or kept from its last request): the stack's states are not written
-    /// back into `state` (see [`saved`]).
+    /// back into `state` (see [`saved_states`]).
     pub(crate) fn observe_live(
         &self,
         state: &mut ConversationState,
@@ -323,11 +323,6 @@ impl Stack {
     pub(crate) fn guards(&mut self) -> &mut Vec<Box<dyn Guard>> {
         self.0.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// The states of a live guard stack, by guard name, as a conversation's state keeps them.
-pub(crate) fn saved(stack: &[Box<dyn Guard>]) -> BTreeMap<String, serde_json::Value> {
-    stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect()
 }
 
 /// A message the gateway itself added (its copy came back).

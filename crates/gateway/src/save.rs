@@ -8,7 +8,9 @@ use looprail_loop_core::message::Message;
 use serde_json::Value;
 
 use crate::Gateway;
-use crate::conversation::{ConversationState, Stack, saved};
+use looprail_guardrails::saved_states;
+
+use crate::conversation::{ConversationState, Stack};
 use crate::finish::Done;
 use crate::identity;
 
@@ -81,7 +83,7 @@ impl Gateway {
     async fn persist(&self, save: Save) {
         let Save { done, mut state, fingerprints, kept, usage, record, mut stack } = save;
         if let Some(stack) = &mut stack {
-            state.guards = saved(stack.guards());
+            state.guards = saved_states(stack.guards());
         }
         if let (Some(dir), Some((messages, recorded))) = (&self.record_dir, record) {
             match crate::record::append(dir, &state.id, &messages) {

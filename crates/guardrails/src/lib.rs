@@ -129,11 +129,10 @@ pub fn default_stack(config: &GuardrailsConfig) -> Vec<Box<dyn Guard>> {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use looprail_guardrails::{GuardrailsConfig, restored_stack};
+/// use looprail_guardrails::{GuardrailsConfig, restored_stack, saved_states};
 ///
 /// let fresh = restored_stack(&Default::default(), &GuardrailsConfig::default(), BTreeMap::new());
-/// let saved: BTreeMap<_, _> = fresh.iter().map(|g| (g.name().to_owned(), g.save_state())).collect();
-/// let again = restored_stack(&Default::default(), &GuardrailsConfig::default(), saved);
+/// let again = restored_stack(&Default::default(), &GuardrailsConfig::default(), saved_states(&fresh));
 /// assert_eq!(again.len(), fresh.len());
 /// ```
 pub fn restored_stack(
@@ -149,4 +148,9 @@ pub fn restored_stack(
         }
     }
     stack
+}
+
+/// The states of a live stack, by [`Guard::name`], as [`restored_stack`] takes them back.
+pub fn saved_states(stack: &[Box<dyn Guard>]) -> std::collections::BTreeMap<String, serde_json::Value> {
+    stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect()
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use looprail_guardrails::replay::ErrorPatterns;
 use looprail_guardrails::signature::CallSignature;
-use looprail_guardrails::{GuardrailsConfig, restored_stack};
+use looprail_guardrails::{GuardrailsConfig, restored_stack, saved_states};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::event::Event;
 use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
@@ -124,7 +124,7 @@ impl Hook {
             state.counters.start_user_turn(Some(elapsed));
             let mut stack = self.stack(state);
             stack.iter_mut().for_each(|g| g.on_user_turn());
-            state.guards = stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect();
+            state.guards = saved_states(&stack);
         }
         state.deny = None;
         state.ask = None;
@@ -267,7 +267,7 @@ impl Hook {
         if state.counters.iterations >= self.config.limits.max_iterations && said.stop.is_none() {
             said.stop = Some(format!("{TAG} The iteration cap of this stretch was reached."));
         }
-        state.guards = stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect();
+        state.guards = saved_states(&stack);
         said
     }
 
