@@ -42,11 +42,17 @@ impl Save {
         Save { done, state, fingerprints: Vec::new(), kept: None, usage: (0, 0), record: None, stack }
     }
 
-    /// The store keys it writes besides the state.
-    fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self.fingerprints.iter().map(|f| identity::prefix_key(*f)).collect();
-        keys.extend(self.kept.iter().map(|(key, _)| key.clone()));
-        keys
+    /// The documents it writes besides the state, under their keys: the fingerprints (each
+    /// naming the conversation) and the response's link.
+    fn beside(&mut self) -> Vec<(String, Value)> {
+        let id = &self.state.id;
+        let mut beside: Vec<(String, Value)> = self
+            .fingerprints
+            .iter()
+            .map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": id })))
+            .collect();
+        beside.extend(self.kept.take());
+        beside
     }
 }
 
@@ -54,7 +60,7 @@ impl Gateway {
     /// Saves what a request changed: at once, or (saving after the answer) in a task its
     /// conversation's next request waits for. Either way this replica knows the fingerprints
     /// before it returns.
-    pub(crate) async fn save(self: &Arc<Self>, save: Save) {
+    pub(crate) async fn save(self: &Arc<Self>, mut save: Save) {
         if !save.fingerprints.is_empty()
             && let Ok(mut recent) = self.recent.lock()
         {
@@ -65,23 +71,26 @@ impl Gateway {
                 recent.insert(*fingerprint, save.state.id.clone());
             }
         }
+        let beside = save.beside();
         if self.write_behind.after_answer() {
-            let ticket = self.write_behind.begin(&save.state.id, save.keys());
+            let keys = beside.iter().map(|(key, _)| key.clone()).collect();
+            let ticket = self.write_behind.begin(&save.state.id, keys);
             let gateway = Arc::clone(self);
             self.write_behind.spawn(async move {
                 let _turn = ticket.turn().await;
-                gateway.persist(save).await;
+                gateway.persist(save, beside).await;
                 drop(ticket);
             });
         } else {
-            self.persist(save).await;
+            self.persist(save, beside).await;
         }
     }
 
     /// Appends to the recording, then stores the state (swapped for the one the request was
-    /// read with: see `state_store`) with the fingerprints and the link, in one statement.
-    async fn persist(&self, save: Save) {
-        let Save { done, mut state, fingerprints, kept, usage, record, mut stack } = save;
+    /// read with: see `state_store`) with `beside` (the fingerprints and the link), in one
+    /// statement.
+    async fn persist(&self, save: Save, beside: Vec<(String, Value)>) {
+        let Save { done, mut state, usage, record, mut stack, .. } = save;
         if let Some(stack) = &mut stack {
             state.guards = saved_states(stack.guards());
         }
@@ -93,11 +102,6 @@ impl Gateway {
                 }
             }
         }
-        let mut beside: Vec<(String, Value)> = fingerprints
-            .iter()
-            .map(|f| (identity::prefix_key(*f), serde_json::json!({ "id": state.id })))
-            .collect();
-        beside.extend(kept);
         self.store_state(&done, state, usage, &beside, stack).await;
     }
 }
