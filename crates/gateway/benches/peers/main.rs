@@ -14,7 +14,9 @@
 //! binary), `LOOPRAIL_PEERS_NGINX`, `LOOPRAIL_PEERS_LITELLM` (its venv's `litellm`), each
 //! `LOOPRAIL_PEERS_<NAME>_REASON` when it could not be had; `LOOPRAIL_PEERS_QUICK=1` shortens
 //! every load (a smoke run, not figures); `LOOPRAIL_PEERS_SYSTEMS=nginx,looprail` measures only
-//! the systems named (and the upstream direct).
+//! the systems named (and the upstream direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` only the
+//! loads named (`1` is the one client in turn); `LOOPRAIL_PEERS_BASELINE=<looprail binary>` adds
+//! that build as the system `baseline`, to compare a change with the build before it.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
@@ -76,13 +78,18 @@ async fn systems(
     });
     // LiteLLM last: past its capacity it works off its backlog after the load stops, so what
     // comes after it waits until it is idle again (`settle`).
-    let peers: [(&'static str, Result<PathBuf, String>); 3] =
-        [("nginx", program("NGINX")), ("looprail", looprail), ("litellm", program("LITELLM"))];
+    let mut peers: Vec<(&'static str, Result<PathBuf, String>)> =
+        vec![("nginx", program("NGINX")), ("looprail", looprail), ("litellm", program("LITELLM"))];
+    // LOOPRAIL_PEERS_BASELINE=<another looprail binary>: measured too, as `baseline`, to compare
+    // a change with the build before it in one run (the systems take turns request by request).
+    if let Some(baseline) = std::env::var_os("LOOPRAIL_PEERS_BASELINE") {
+        peers.insert(2, ("baseline", Ok(PathBuf::from(baseline))));
+    }
     // LOOPRAIL_PEERS_SYSTEMS=nginx,looprail measures only those (beside the upstream direct).
     let only = std::env::var("LOOPRAIL_PEERS_SYSTEMS").ok();
     for (system, program) in peers {
         let program = match &only {
-            Some(only) if !only.split(',').any(|s| s.trim() == system) => {
+            Some(only) if system != "baseline" && !only.split(',').any(|s| s.trim() == system) => {
                 Err("not chosen (LOOPRAIL_PEERS_SYSTEMS)".to_owned())
             }
             _ => program,
@@ -94,7 +101,7 @@ async fn systems(
             Ok(program) => match system {
                 "nginx" => systems::nginx(&program, upstream, &sub).await,
                 "litellm" => systems::litellm(&program, upstream, &sub).await,
-                _ => systems::looprail(&program, upstream, &sub).await,
+                _ => systems::looprail(system, &program, upstream, &sub).await,
             },
         };
         let entry = running.and_then(|r| {
@@ -155,12 +162,22 @@ async fn settle(target: &Target, api: Api) {
     eprintln!("{} still busy after 60 s", target.system);
 }
 
+/// Whether `LOOPRAIL_PEERS_LOADS` (when set) names `load`.
+fn chosen(load: &Load) -> bool {
+    let name = match load {
+        Load::Sequential => "1".to_owned(),
+        Load::Open(rps) => format!("{rps}"),
+        Load::Max(_) => "max".to_owned(),
+    };
+    std::env::var("LOOPRAIL_PEERS_LOADS").map_or(true, |only| only.split(',').any(|l| l.trim() == name))
+}
+
 async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths: &Lengths) -> Vec<Row> {
     let mut rows = Vec::new();
     for api in [Api::OpenAi, Api::Anthropic] {
         for stream in [false, true] {
             let loads = [Load::Sequential, Load::Open(100.0), Load::Open(1_000.0), Load::Max(MAX_CLIENTS)];
-            for load in loads {
+            for load in loads.into_iter().filter(chosen) {
                 eprintln!("measuring {} stream={stream} {load:?}", api.name());
                 let mut cell: Vec<Row> = match load {
                     Load::Sequential => {

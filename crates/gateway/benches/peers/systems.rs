@@ -168,7 +168,12 @@ pub async fn litellm(program: &Path, upstream: &str, dir: &Path) -> Result<Runni
 }
 
 /// `looprail gateway` with its defaults: the guard stack, a SQLite store, recording on.
-pub async fn looprail(program: &Path, upstream: &str, dir: &Path) -> Result<Running, String> {
+pub async fn looprail(
+    system: &'static str,
+    program: &Path,
+    upstream: &str,
+    dir: &Path,
+) -> Result<Running, String> {
     let port = free_port()?;
     let store: PathBuf = dir.join("looprail.db");
     let mut command = Command::new(program);
@@ -185,5 +190,5 @@ pub async fn looprail(program: &Path, upstream: &str, dir: &Path) -> Result<Runn
         .env_remove("LOOPRAIL_GATEWAY_KEY")
         .env_remove("LOOPRAIL_CONFIG")
         .env("RUST_LOG", "warn");
-    start("looprail", command, format!("http://127.0.0.1:{port}"), &dir.join("looprail.log")).await
+    start(system, command, format!("http://127.0.0.1:{port}"), &dir.join("looprail.log")).await
 }
