@@ -41,6 +41,7 @@
 pub mod compaction;
 pub mod conversation;
 mod finish;
+pub mod http_client;
 pub mod identity;
 mod passthrough;
 pub mod record;
@@ -165,7 +166,7 @@ pub struct Gateway {
     record_dir: Option<std::path::PathBuf>,
     compaction: Option<compaction::CompactionSettings>,
     on_store_error: StoreFailure,
-    http: reqwest::Client,
+    http: http_client::HttpClient,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<HashMap<u64, String>>,
     /// Saves that run after their answers, and the states they wrote.
@@ -182,11 +183,7 @@ impl Gateway {
     /// A gateway keeping conversations in `store`.
     pub fn new(config: GatewayConfig, store: SharedStore) -> Result<Arc<Self>, GatewayError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(600))
-            .build()
-            .map_err(|e| GatewayError::Client(e.to_string()))?;
+        let http = http_client::HttpClient::new().map_err(|e| GatewayError::Client(e.to_string()))?;
         let save_order = config.save_order.on(store.backend());
         Ok(Arc::new(Self {
             gate: Gate::new(config.loop_config, config.guardrails),

@@ -76,7 +76,7 @@ async fn list_models(gateway: &Gateway, headers: &HeaderMap, path: &str) -> Resp
     }
     let pass_key = gateway.pass_client_key && gateway.require_key.is_none();
     let call = Call { http: &gateway.http, api, path, client: headers, pass_key };
-    match gateway.upstream.get(&call).send().await {
+    match gateway.http.send(gateway.upstream.get(&call)).await {
         Ok(response) => {
             let status = response.status().as_u16();
             let body = response.bytes().await.unwrap_or_default();

@@ -47,7 +47,7 @@ pub struct Upstream {
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
     /// The HTTP client.
-    pub http: &'a reqwest::Client,
+    pub http: &'a crate::http_client::HttpClient,
     /// The API the client spoke.
     pub api: Api,
     /// The path called (`/v1/chat/completions`, `/v1/messages`).
@@ -87,7 +87,7 @@ impl Upstream {
         match api {
             Api::OpenAi | Api::Responses => {
                 let mut builder =
-                    http.request(method, format!("{}{path}", self.openai.trim_end_matches('/')));
+                    http.request(method, &format!("{}{path}", self.openai.trim_end_matches('/')));
                 let key = self.openai_key.clone().map(|k| format!("Bearer {k}"));
                 if let Some(auth) = key.or_else(|| header("authorization").filter(|_| pass_key)) {
                     builder = builder.header("authorization", auth);
@@ -101,7 +101,7 @@ impl Upstream {
             }
             Api::Anthropic => {
                 let mut builder =
-                    http.request(method, format!("{}{path}", self.anthropic.trim_end_matches('/')));
+                    http.request(method, &format!("{}{path}", self.anthropic.trim_end_matches('/')));
                 if let Some(key) =
                     self.anthropic_key.clone().or_else(|| header("x-api-key").filter(|_| pass_key))
                 {
@@ -164,8 +164,8 @@ impl Upstream {
     ) -> Result<reqwest::Response, Answer> {
         let mut attempt = 0;
         loop {
-            let sent =
-                self.request(call).header("content-type", "application/json").body(body.clone()).send().await;
+            let request = self.request(call).header("content-type", "application/json").body(body.clone());
+            let sent = call.http.send(request).await;
             let (status, wait, answer) = match sent {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
