@@ -60,7 +60,8 @@ pub use run_journal::{
 };
 pub use runner::{Resumed, Runner, Started};
 pub use store::{
-    Checkpoints, MAX_TAKEOVERS, PostgresStore, ReconcileReport, RunRow, RunSpec, RunStatus, RunStore,
-    SharedStore, SqliteStore, StoreLocation, Submitted, ToolCallRow, default_worker_name, now_ms, open,
+    Checkpoints, JournalSwap, MAX_TAKEOVERS, PostgresStore, ReconcileReport, RunRow, RunSpec, RunStatus,
+    RunStore, SharedStore, SqliteStore, StoreLocation, Submitted, ToolCallRow, default_worker_name, now_ms,
+    open,
 };
 pub use store::{POSTGRES_SCHEMA_VERSION, SCHEMA_VERSION};

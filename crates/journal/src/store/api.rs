@@ -11,7 +11,7 @@ use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_loop_core::outcome::Outcome;
 use looprail_loop_core::store::{CheckpointKind, CheckpointStore, StoreError, StoredCheckpoint};
 
-use super::types::{ReconcileReport, RunRow, RunSpec, RunStatus, Submitted, ToolCallRow};
+use super::types::{JournalSwap, ReconcileReport, RunRow, RunSpec, RunStatus, Submitted, ToolCallRow};
 use crate::error::JournalError;
 
 #[cfg(doc)]
@@ -202,6 +202,19 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
             self.save_journals(entries).await?;
         }
         self.swap_journal(key, expected, body).await
+    }
+
+    /// Several [`RunStore::swap_journal_saving`] calls, in as few writes as the backend can:
+    /// SQLite runs them in one transaction, one commit for all (a gateway saving behind its
+    /// answers groups the saves waiting under load). The answer is each swap's outcome, in
+    /// order. On an error, the swaps before it may have happened (one by one, the default) or
+    /// none did (one transaction).
+    async fn swap_journals_saving(&self, swaps: &[JournalSwap<'_>]) -> Result<Vec<bool>, JournalError> {
+        let mut done = Vec::with_capacity(swaps.len());
+        for swap in swaps {
+            done.push(self.swap_journal_saving(swap.key, swap.expected, swap.body, swap.entries).await?);
+        }
+        Ok(done)
     }
 
     // ---- messages and checkpoints (F32, F36) ----

@@ -144,6 +144,12 @@ macro_rules! delegate_run_store {
             ) -> Result<bool, JournalError> {
                 $store::swap_journal_saving(self, key, expected, body, entries).await
             }
+            async fn swap_journals_saving(
+                &self,
+                swaps: &[JournalSwap<'_>],
+            ) -> Result<Vec<bool>, JournalError> {
+                $store::swap_journals_saving(self, swaps).await
+            }
             async fn save_checkpoint(
                 &self,
                 run_id: &str,

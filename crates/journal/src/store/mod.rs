@@ -16,7 +16,7 @@ pub use postgres::PostgresStore;
 pub use postgres::schema::SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
-pub use types::{ReconcileReport, RunRow, RunSpec, RunStatus, Submitted, ToolCallRow, now_ms};
+pub use types::{JournalSwap, ReconcileReport, RunRow, RunSpec, RunStatus, Submitted, ToolCallRow, now_ms};
 
 impl From<SqliteStore> for SharedStore {
     fn from(store: SqliteStore) -> Self {

@@ -17,6 +17,20 @@ pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// One document's swap with the documents stored beside it, as
+/// [`RunStore::swap_journal_saving`] takes them; [`RunStore::swap_journals_saving`] takes many.
+#[derive(Debug, Clone, Copy)]
+pub struct JournalSwap<'a> {
+    /// The swapped document's key.
+    pub key: &'a str,
+    /// The document it must still hold (`None`: it must hold none).
+    pub expected: Option<&'a serde_json::Value>,
+    /// The document stored when it does.
+    pub body: &'a serde_json::Value,
+    /// Documents stored either way (distinct keys, none of them `key`).
+    pub entries: &'a [(String, serde_json::Value)],
+}
+
 /// Where a run is, as the store records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

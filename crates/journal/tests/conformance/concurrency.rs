@@ -234,3 +234,67 @@ pub async fn a_swap_with_documents_beside_it_loses_no_concurrent_update(backend:
     let keys: Vec<String> = (100..140).map(|n| format!("p/{n}")).collect();
     assert_eq!(store.load_journals(&keys).await.unwrap().len(), 40);
 }
+
+/// Swaps grouped in one call (SQLite: one transaction) answer each on its own, store every
+/// document beside them either way (past one statement's bound values too), and 20 writers
+/// grouping swaps of two documents at once lose no update of either.
+pub async fn grouped_swaps_answer_each_and_lose_no_concurrent_update(backend: Backend) {
+    use looprail_journal::JournalSwap;
+    let store = backend.open().await;
+    let doc = |n: u64| serde_json::json!({"requests": n});
+    store.save_journal("a", &doc(0)).await.unwrap();
+    store.save_journal("c", &doc(3)).await.unwrap();
+    let small = vec![("p/a".to_owned(), doc(1))];
+    let many: Vec<(String, serde_json::Value)> = (0..700).map(|n| (format!("m/{n}"), doc(n))).collect();
+    let stale = vec![("p/c".to_owned(), doc(2))];
+    let (one, seven, four) = (doc(1), doc(7), doc(4));
+    let (zero, nine) = (doc(0), doc(9));
+    let swaps = [
+        JournalSwap { key: "a", expected: Some(&zero), body: &one, entries: &small },
+        JournalSwap { key: "b", expected: None, body: &seven, entries: &many },
+        JournalSwap { key: "c", expected: Some(&nine), body: &four, entries: &stale },
+    ];
+    assert_eq!(store.swap_journals_saving(&swaps).await.unwrap(), vec![true, true, false]);
+    assert_eq!(store.load_journal("a").await.unwrap(), Some(doc(1)));
+    assert_eq!(store.load_journal("b").await.unwrap(), Some(doc(7)));
+    assert_eq!(store.load_journal("c").await.unwrap(), Some(doc(3)), "a stale swap writes no state");
+    assert_eq!(store.load_journal("p/c").await.unwrap(), Some(doc(2)), "stored either way");
+    assert_eq!(store.load_journal("m/699").await.unwrap(), Some(doc(699)));
+    assert_eq!(store.swap_journals_saving(&[]).await.unwrap(), Vec::<bool>::new());
+    let mut writers = Vec::new();
+    for _ in 0..20 {
+        let store = store.clone();
+        writers.push(tokio::spawn(async move {
+            let mut left = vec!["x", "y"];
+            while !left.is_empty() {
+                let mut read = Vec::new();
+                for key in &left {
+                    read.push(store.load_journal(key).await.unwrap());
+                }
+                let next: Vec<serde_json::Value> = read
+                    .iter()
+                    .map(|r| doc(r.as_ref().map_or(0, |d| d["requests"].as_u64().unwrap()) + 1))
+                    .collect();
+                let swaps: Vec<JournalSwap<'_>> = left
+                    .iter()
+                    .zip(&read)
+                    .zip(&next)
+                    .map(|((key, read), next)| JournalSwap {
+                        key,
+                        expected: read.as_ref(),
+                        body: next,
+                        entries: &[],
+                    })
+                    .collect();
+                let done = store.swap_journals_saving(&swaps).await.unwrap();
+                left =
+                    left.into_iter().zip(done).filter(|(_, swapped)| !swapped).map(|(key, _)| key).collect();
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert_eq!(store.load_journal("x").await.unwrap(), Some(doc(20)));
+    assert_eq!(store.load_journal("y").await.unwrap(), Some(doc(20)));
+}

@@ -51,6 +51,7 @@ conformance!(
     concurrency::concurrent_reconcilers_count_each_run_once,
     concurrency::swapped_documents_lose_no_concurrent_update,
     concurrency::a_swap_with_documents_beside_it_loses_no_concurrent_update,
+    concurrency::grouped_swaps_answer_each_and_lose_no_concurrent_update,
     runs::a_run_is_driven_to_its_end_through_the_envelope,
     runs::a_crash_inside_a_side_effect_is_taken_over_and_halts_for_a_human,
     runs::a_question_is_answered_from_another_process,

@@ -343,6 +343,19 @@ impl PostgresStore {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Several swaps, one statement each (see `RunStore::swap_journals_saving`): PostgreSQL's
+    /// writers do not queue on one file's lock as SQLite's do, so grouping them gains little.
+    pub(super) async fn swap_journals_saving(
+        &self,
+        swaps: &[JournalSwap<'_>],
+    ) -> Result<Vec<bool>, JournalError> {
+        let mut done = Vec::with_capacity(swaps.len());
+        for swap in swaps {
+            done.push(self.swap_journal_saving(swap.key, swap.expected, swap.body, swap.entries).await?);
+        }
+        Ok(done)
+    }
+
     /// Swaps `key` and stores `entries` in one statement (see
     /// `RunStore::swap_journal_saving`): every row is an upsert, the state's row guarded by its
     /// expected document (no document: `journals.body = NULL` is never true).

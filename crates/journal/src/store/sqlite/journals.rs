@@ -51,6 +51,16 @@ impl SqliteStore {
         expected: Option<&serde_json::Value>,
         body: &serde_json::Value,
     ) -> Result<bool, JournalError> {
+        self.swap_journal_on(&self.pool, key, expected, body).await
+    }
+
+    async fn swap_journal_on<'c>(
+        &self,
+        executor: impl sqlx::SqliteExecutor<'c>,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        body: &serde_json::Value,
+    ) -> Result<bool, JournalError> {
         let done = match expected {
             None => sqlx::query(
                 "INSERT INTO journals (conversation, body, updated_at) VALUES (?, ?, ?)
@@ -67,7 +77,7 @@ impl SqliteStore {
             .bind(key)
             .bind(expected.to_string()),
         };
-        let done = done.execute(&self.pool).await.map_err(self.db())?;
+        let done = done.execute(executor).await.map_err(self.db())?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -85,6 +95,44 @@ impl SqliteStore {
             self.save_journals(entries).await?;
             return self.swap_journal(key, expected, body).await;
         }
+        self.swap_saving_on(&self.pool, &JournalSwap { key, expected, body, entries }).await
+    }
+
+    /// Several swaps with their entries in one transaction (one commit for all; see
+    /// `RunStore::swap_journals_saving`).
+    pub(super) async fn swap_journals_saving(
+        &self,
+        swaps: &[JournalSwap<'_>],
+    ) -> Result<Vec<bool>, JournalError> {
+        if let [swap] = swaps {
+            return Ok(vec![
+                self.swap_journal_saving(swap.key, swap.expected, swap.body, swap.entries).await?,
+            ]);
+        }
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(self.db())?;
+        let mut done = Vec::with_capacity(swaps.len());
+        for swap in swaps {
+            let swapped = if swap.entries.len() >= SAVED_IN_ONE_STATEMENT {
+                for chunk in swap.entries.chunks(SAVED_IN_ONE_STATEMENT) {
+                    self.upsert_journals(&mut *tx, chunk, now_ms()).await?;
+                }
+                self.swap_journal_on(&mut *tx, swap.key, swap.expected, swap.body).await?
+            } else {
+                self.swap_saving_on(&mut *tx, swap).await?
+            };
+            done.push(swapped);
+        }
+        tx.commit().await.map_err(self.db())?;
+        Ok(done)
+    }
+
+    /// One swap with fewer entries than one statement holds, as one statement.
+    async fn swap_saving_on<'c>(
+        &self,
+        executor: impl sqlx::SqliteExecutor<'c>,
+        swap: &JournalSwap<'_>,
+    ) -> Result<bool, JournalError> {
+        let JournalSwap { key, expected, body, entries } = *swap;
         // Only placeholders are spliced in; the values are bound.
         let rows = vec!["(?, ?, ?)"; entries.len() + 1].join(", ");
         let sql = format!(
@@ -98,7 +146,7 @@ impl SqliteStore {
             query = query.bind(entry).bind(document.to_string()).bind(now);
         }
         let query = query.bind(key).bind(expected.map(serde_json::Value::to_string));
-        let done = query.execute(&self.pool).await.map_err(self.db())?;
+        let done = query.execute(executor).await.map_err(self.db())?;
         Ok(done.rows_affected() == entries.len() as u64 + 1)
     }
 

@@ -15,7 +15,7 @@ use sqlx::sqlite::{
 
 use super::api::default_worker_name;
 use super::common::{CheckpointPlan, parse_kind};
-use super::types::{ReconcileReport, RunRow, RunSpec, RunStatus, ToolCallRow, now_ms};
+use super::types::{JournalSwap, ReconcileReport, RunRow, RunSpec, RunStatus, ToolCallRow, now_ms};
 use crate::error::JournalError;
 
 mod checkpoints;
