@@ -41,6 +41,7 @@
 pub mod compaction;
 pub mod conversation;
 mod finish;
+mod group_commit;
 pub mod http_client;
 pub mod identity;
 mod passthrough;
@@ -171,6 +172,8 @@ pub struct Gateway {
     recent: Mutex<HashMap<u64, String>>,
     /// Saves that run after their answers, and the states they wrote.
     write_behind: write_behind::WriteBehind,
+    /// The writer grouping those saves into one transaction (SQLite, saving after the answer).
+    group_commit: Option<group_commit::GroupCommit>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -185,6 +188,9 @@ impl Gateway {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = http_client::HttpClient::new().map_err(|e| GatewayError::Client(e.to_string()))?;
         let save_order = config.save_order.on(store.backend());
+        let write_behind = write_behind::WriteBehind::new(save_order);
+        let group_commit = (write_behind.after_answer() && store.backend() == "sqlite")
+            .then(|| group_commit::GroupCommit::new(Arc::clone(&store)));
         Ok(Arc::new(Self {
             gate: Gate::new(config.loop_config, config.guardrails),
             upstream: config.upstream,
@@ -197,7 +203,8 @@ impl Gateway {
             on_store_error: config.on_store_error,
             http,
             recent: Mutex::new(HashMap::new()),
-            write_behind: write_behind::WriteBehind::new(save_order),
+            write_behind,
+            group_commit,
         }))
     }
 }

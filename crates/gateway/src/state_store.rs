@@ -80,10 +80,18 @@ impl Gateway {
         let mut mine: Option<ConversationState> = None;
         for attempt in 0..SWAP_ATTEMPTS {
             let body = serde_json::to_value(&next).unwrap_or_default();
-            let swapped = if attempt == 0 {
-                self.store.swap_journal_saving(&key, expected.as_deref(), &body, beside).await
-            } else {
-                self.store.swap_journal(&key, expected.as_deref(), &body).await
+            let (swapped, body) = match (&self.group_commit, attempt) {
+                // The first try goes with the other saves waiting (one transaction for all).
+                (Some(group), 0) => group.swap(key.clone(), expected.clone(), body, beside.to_vec()).await,
+                (None, 0) => {
+                    let swapped =
+                        self.store.swap_journal_saving(&key, expected.as_deref(), &body, beside).await;
+                    (swapped.map_err(|e| e.to_string()), body)
+                }
+                _ => {
+                    let swapped = self.store.swap_journal(&key, expected.as_deref(), &body).await;
+                    (swapped.map_err(|e| e.to_string()), body)
+                }
             };
             match swapped {
                 Ok(true) => return self.write_behind.wrote(next, body, stack),

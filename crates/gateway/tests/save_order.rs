@@ -34,6 +34,11 @@ fn settings(upstream: &str, save_order: SaveOrder) -> GatewayConfig {
 
 /// Request `n` of the conversation (its history grows by one exchange each time).
 fn ask(url: &str, n: usize) -> tokio::task::JoinHandle<u16> {
+    ask_as(url, RUN, n)
+}
+
+/// Request `n` of conversation `run`.
+fn ask_as(url: &str, run: &'static str, n: usize) -> tokio::task::JoinHandle<u16> {
     let mut messages = Vec::new();
     for i in 0..n {
         messages.push(json!({"role": "user", "content": format!("question {i}")}));
@@ -45,7 +50,7 @@ fn ask(url: &str, n: usize) -> tokio::task::JoinHandle<u16> {
     tokio::spawn(async move {
         let response = reqwest::Client::new()
             .post(endpoint)
-            .header("x-looprail-run", RUN)
+            .header("x-looprail-run", run)
             .header("content-type", "application/json")
             .body(json!({"model": "m", "messages": messages}).to_string())
             .send()
@@ -57,8 +62,13 @@ fn ask(url: &str, n: usize) -> tokio::task::JoinHandle<u16> {
 
 /// The conversation's stored state, read through a second handle on the file.
 async fn stored(path: &std::path::Path) -> Option<Value> {
+    stored_as(path, RUN).await
+}
+
+/// Conversation `run`'s stored state.
+async fn stored_as(path: &std::path::Path, run: &str) -> Option<Value> {
     let store = SqliteStore::open(path).await.unwrap();
-    store.load_journal(&looprail_gateway::identity::state_key(RUN)).await.unwrap()
+    store.load_journal(&looprail_gateway::identity::state_key(run)).await.unwrap()
 }
 
 /// Holds the SQLite file's write lock (readers go on) until the returned sender is used.
@@ -106,6 +116,34 @@ async fn on_sqlite_the_answer_goes_out_first_and_the_next_request_waits_for_its_
     // Stopping waits for the saves still running: every request is counted.
     gateway.stop().await;
     assert_eq!(stored(&path).await.unwrap()["requests"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saves_queued_behind_a_locked_store_are_written_together_and_none_is_lost() {
+    const RUNS: [&str; 12] = ["g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7", "g8", "g9", "g10", "g11"];
+    let upstream = upstream().await;
+    let path = common::TempStore::new("grouped");
+    let gateway = common::sdk::serve_settings(&path, settings(&upstream.url, SaveOrder::Auto), 0).await;
+    assert_eq!(ask(&gateway.url, 1).await.unwrap(), 200);
+    while stored(&path).await.is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (release, holder) = lock_writes(&path).await;
+    // Twelve conversations answered while nothing can be written: their saves queue (the
+    // first waits for the lock, the others for it) and go in the next transactions.
+    for (i, run) in RUNS.iter().enumerate() {
+        let answered =
+            tokio::time::timeout(Duration::from_secs(5), ask_as(&gateway.url, run, 1 + i % 2)).await;
+        assert_eq!(answered.expect("answered while the store was locked").unwrap(), 200);
+    }
+    release.send(()).unwrap();
+    holder.await.unwrap();
+    gateway.stop().await;
+    for (i, run) in RUNS.iter().enumerate() {
+        let state = stored_as(&path, run).await.unwrap_or_else(|| panic!("{run} was not saved"));
+        assert_eq!(state["requests"], 1, "{run}");
+        assert_eq!(state["seen"], json!(1 + 2 * (i % 2)), "{run}: the messages its request held");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
