@@ -210,11 +210,7 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// order. On an error, the swaps before it may have happened (one by one, the default) or
     /// none did (one transaction).
     async fn swap_journals_saving(&self, swaps: &[JournalSwap<'_>]) -> Result<Vec<bool>, JournalError> {
-        let mut done = Vec::with_capacity(swaps.len());
-        for swap in swaps {
-            done.push(self.swap_journal_saving(swap.key, swap.expected, swap.body, swap.entries).await?);
-        }
-        Ok(done)
+        swap_each(self, swaps).await
     }
 
     // ---- messages and checkpoints (F32, F36) ----
@@ -281,6 +277,19 @@ impl CheckpointStore for Checkpoints {
 /// workers, or keeps losing them). Below that, the reconciler leaves a stale run that a worker
 /// can take over, and that only a take-over handles rightly, to the workers.
 pub const MAX_TAKEOVERS: i64 = 5;
+
+/// Each swap by [`RunStore::swap_journal_saving`], in order (what a backend without a
+/// cheaper way does for [`RunStore::swap_journals_saving`]).
+pub(crate) async fn swap_each<S: RunStore + ?Sized>(
+    store: &S,
+    swaps: &[JournalSwap<'_>],
+) -> Result<Vec<bool>, JournalError> {
+    let mut done = Vec::with_capacity(swaps.len());
+    for swap in swaps {
+        done.push(store.swap_journal_saving(swap.key, swap.expected, swap.body, swap.entries).await?);
+    }
+    Ok(done)
+}
 
 /// The name a store writes into the runs it claims unless told otherwise: `host:pid`.
 pub fn default_worker_name() -> String {

@@ -349,11 +349,7 @@ impl PostgresStore {
         &self,
         swaps: &[JournalSwap<'_>],
     ) -> Result<Vec<bool>, JournalError> {
-        let mut done = Vec::with_capacity(swaps.len());
-        for swap in swaps {
-            done.push(self.swap_journal_saving(swap.key, swap.expected, swap.body, swap.entries).await?);
-        }
-        Ok(done)
+        crate::store::api::swap_each(self, swaps).await
     }
 
     /// Swaps `key` and stores `entries` in one statement (see
