@@ -61,21 +61,21 @@ impl HttpClient {
     /// Sends a request built by [`HttpClient::request`]; the error says why no answer came.
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, String> {
         let request = request.build().map_err(|e| e.to_string())?;
-        let plain = request.url().scheme() == "http"
-            && request
-                .url()
-                .as_str()
-                .parse::<axum::http::Uri>()
-                .is_ok_and(|uri| self.proxies.intercept(&uri).is_none());
-        if !plain {
+        // A body sent as it is read (not whole bytes) goes through reqwest too.
+        let body = match request.body() {
+            None => Some(Bytes::new()),
+            Some(body) => body.as_bytes().map(Bytes::copy_from_slice),
+        };
+        let uri = (request.url().scheme() == "http")
+            .then(|| request.url().as_str().parse::<axum::http::Uri>().ok())
+            .flatten()
+            .filter(|uri| self.proxies.intercept(uri).is_none());
+        let (Some(uri), Some(body)) = (uri, body) else {
             return self.full.execute(request).await.map_err(|e| e.to_string());
-        }
-        let mut outgoing = axum::http::Request::new(Full::new(
-            request.body().and_then(reqwest::Body::as_bytes).map(Bytes::copy_from_slice).unwrap_or_default(),
-        ));
+        };
+        let mut outgoing = axum::http::Request::new(Full::new(body));
         *outgoing.method_mut() = request.method().clone();
-        *outgoing.uri_mut() =
-            request.url().as_str().parse().map_err(|e: axum::http::uri::InvalidUri| e.to_string())?;
+        *outgoing.uri_mut() = uri;
         *outgoing.headers_mut() = request.headers().clone();
         match tokio::time::timeout(EXCHANGE, self.plain.request(outgoing)).await {
             Ok(Ok(response)) => Ok(reqwest::Response::from(response.map(reqwest::Body::wrap))),
@@ -110,7 +110,18 @@ mod tests {
             let (mut socket, _) = listener.accept().await.expect("accept");
             let mut seen = Vec::new();
             let mut buffer = [0_u8; 4096];
-            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            // The head, then the body: by its length, or chunked to its last chunk.
+            let whole = |seen: &[u8]| {
+                let text = String::from_utf8_lossy(seen).to_ascii_lowercase();
+                let Some((head, body)) = text.split_once("\r\n\r\n") else { return false };
+                let length =
+                    head.lines().find_map(|l| l.strip_prefix("content-length: ")?.trim().parse().ok());
+                match length {
+                    Some(length) => body.len() >= length,
+                    None => !head.contains("chunked") || body.ends_with("0\r\n\r\n"),
+                }
+            };
+            while !whole(&seen) {
                 let n = socket.read(&mut buffer).await.expect("read");
                 if n == 0 {
                     break;
@@ -144,6 +155,23 @@ mod tests {
         let seen = seen.await.expect("server");
         assert!(seen.starts_with("POST /v1/chat/completions HTTP/1.1"), "{seen}");
         assert!(seen.to_ascii_lowercase().contains("authorization: bearer k"), "{seen}");
+        assert!(seen.ends_with("\r\n\r\n{}"), "the body arrived: {seen}");
+    }
+
+    #[tokio::test]
+    async fn a_body_sent_as_a_stream_is_not_lost() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (upstream, seen) = server().await;
+        let client = HttpClient::new().expect("client");
+        let chunks =
+            futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from_static(b"{\"streamed\":1}"))]);
+        let request = client
+            .request(reqwest::Method::POST, &format!("{upstream}/v1/embeddings"))
+            .body(reqwest::Body::wrap_stream(chunks));
+        assert_eq!(client.send(request).await.expect("answer").status(), 200);
+        let seen = seen.await.expect("server");
+        assert!(seen.starts_with("POST /v1/embeddings HTTP/1.1"), "{seen}");
+        assert!(seen.contains(r#"{"streamed":1}"#), "the body arrived: {seen}");
     }
 
     #[tokio::test]
