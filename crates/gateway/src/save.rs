@@ -102,6 +102,6 @@ impl Gateway {
                 }
             }
         }
-        self.store_state(&done, state, usage, &beside, stack).await;
+        self.store_state(&done, state, usage, beside, stack).await;
     }
 }

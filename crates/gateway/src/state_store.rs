@@ -69,7 +69,7 @@ impl Gateway {
         done: &Done,
         state: ConversationState,
         usage: (u64, u64),
-        beside: &[(String, Value)],
+        mut beside: Vec<(String, Value)>,
         mut stack: Option<Stack>,
     ) {
         let id = state.id.clone();
@@ -82,10 +82,12 @@ impl Gateway {
             let body = serde_json::to_value(&next).unwrap_or_default();
             let (swapped, body) = match (&self.group_commit, attempt) {
                 // The first try goes with the other saves waiting (one transaction for all).
-                (Some(group), 0) => group.swap(key.clone(), expected.clone(), body, beside.to_vec()).await,
+                (Some(group), 0) => {
+                    group.swap(key.clone(), expected.clone(), body, std::mem::take(&mut beside)).await
+                }
                 (None, 0) => {
                     let swapped =
-                        self.store.swap_journal_saving(&key, expected.as_deref(), &body, beside).await;
+                        self.store.swap_journal_saving(&key, expected.as_deref(), &body, &beside).await;
                     (swapped.map_err(|e| e.to_string()), body)
                 }
                 _ => {
