@@ -88,6 +88,19 @@ async fn lock_writes(path: &std::path::Path) -> (std::sync::mpsc::Sender<()>, to
     (release, holder)
 }
 
+/// A gateway on a SQLite store with its default save order (after the answer), its first
+/// conversation's first request answered and saved: the store is in use.
+async fn saving_after_answers(name: &str) -> (FakeServer, common::TempStore, common::sdk::Running) {
+    let upstream = upstream().await;
+    let path = common::TempStore::new(name);
+    let gateway = common::sdk::serve_settings(&path, settings(&upstream.url, SaveOrder::Auto), 0).await;
+    assert_eq!(ask(&gateway.url, 1).await.unwrap(), 200);
+    while stored(&path).await.is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (upstream, path, gateway)
+}
+
 /// Whether `task` is still running after a moment (it waits for something).
 async fn still_waiting(task: &tokio::task::JoinHandle<u16>) -> bool {
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -96,13 +109,7 @@ async fn still_waiting(task: &tokio::task::JoinHandle<u16>) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_sqlite_the_answer_goes_out_first_and_the_next_request_waits_for_its_save() {
-    let upstream = upstream().await;
-    let path = common::TempStore::new("after-answer");
-    let gateway = common::sdk::serve_settings(&path, settings(&upstream.url, SaveOrder::Auto), 0).await;
-    assert_eq!(ask(&gateway.url, 1).await.unwrap(), 200);
-    while stored(&path).await.is_none() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (_upstream, path, gateway) = saving_after_answers("after-answer").await;
     let (release, holder) = lock_writes(&path).await;
     // The store cannot be written, yet the answer comes: its save waits behind it.
     let second = tokio::time::timeout(Duration::from_secs(5), ask(&gateway.url, 2)).await;
@@ -121,13 +128,7 @@ async fn on_sqlite_the_answer_goes_out_first_and_the_next_request_waits_for_its_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saves_queued_behind_a_locked_store_are_written_together_and_none_is_lost() {
     const RUNS: [&str; 12] = ["g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7", "g8", "g9", "g10", "g11"];
-    let upstream = upstream().await;
-    let path = common::TempStore::new("grouped");
-    let gateway = common::sdk::serve_settings(&path, settings(&upstream.url, SaveOrder::Auto), 0).await;
-    assert_eq!(ask(&gateway.url, 1).await.unwrap(), 200);
-    while stored(&path).await.is_none() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (_upstream, path, gateway) = saving_after_answers("grouped").await;
     let (release, holder) = lock_writes(&path).await;
     // Twelve conversations answered while nothing can be written: their saves queue (the
     // first waits for the lock, the others for it) and go in the next transactions.
