@@ -42,6 +42,7 @@ pub mod compaction;
 pub mod conversation;
 mod finish;
 mod group_commit;
+mod http1_pool;
 pub mod http_client;
 pub mod identity;
 mod passthrough;

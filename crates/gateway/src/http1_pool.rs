@@ -1,0 +1,470 @@
+//! Plain-HTTP/1 upstream connections driven by the task that uses them.
+//!
+//! hyper's pooled client runs each connection as a task of its own: the request goes to that
+//! task through a channel, and the answer's head and every piece of its body come back the
+//! same way, each crossing a wake-up of the other task, on tokio's multi-thread runtime often
+//! on another thread. Here a connection is a hyper HTTP/1 connection whose future the caller
+//! polls itself: beside its request until the head arrives, then from the answer's body
+//! ([`Driven`]) while that is read. A body read to its end puts the connection back in the
+//! pool; one dropped unread closes it. On the peers bench a bare proxy through this answered
+//! 35 µs sooner at one client than through hyper's pooled client, and used less CPU per
+//! request at the highest rate.
+//!
+//! An idle connection is not watched: one the upstream closed meanwhile is found closed when
+//! next taken (and dropped), and a request the upstream never read because its connection was
+//! closing goes again on a new connection.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::{self, HeaderValue, Request, Response, Uri};
+use http_body_util::Full;
+use hyper::body::{Body as _, Frame, Incoming};
+use hyper::client::conn::http1::{Connection, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// The most idle connections kept for one upstream.
+const MAX_IDLE: usize = 256;
+
+type Conn = Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// One connection: the handle requests go through, and the connection's own future (`None`
+/// once it has ended).
+struct Open {
+    send: SendRequest<Full<Bytes>>,
+    conn: Option<Pin<Box<Conn>>>,
+}
+
+impl Open {
+    /// Drives the connection; whether it has ended.
+    fn drive(&mut self, cx: &mut Context<'_>) -> bool {
+        if let Some(conn) = &mut self.conn
+            && conn.as_mut().poll(cx).is_ready()
+        {
+            self.conn = None;
+        }
+        self.conn.is_none()
+    }
+}
+
+/// Idle connections per upstream (`host:port`), the most recently used last.
+pub(crate) struct Pool {
+    idle: Mutex<HashMap<String, VecDeque<(Open, Instant)>>>,
+    connect_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").finish_non_exhaustive()
+    }
+}
+
+/// Why no answer came.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failed {
+    /// The URL names no host.
+    #[error("the upstream URL names no host")]
+    NoHost,
+    /// The connection could not be opened.
+    #[error("cannot connect to {0}: {1}")]
+    Connect(String, std::io::Error),
+    /// The connection was not opened in time.
+    #[error("cannot connect to {0}: no connection within {1} s")]
+    ConnectTimeout(String, u64),
+    /// The connection ended before the request could go.
+    #[error("the upstream closed the connection")]
+    Closed,
+    /// HTTP failed.
+    #[error(transparent)]
+    Http(#[from] hyper::Error),
+}
+
+impl Pool {
+    /// A pool opening connections within `connect_timeout`, closing those idle `idle_timeout`.
+    pub(crate) fn new(connect_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
+        Arc::new(Self { idle: Mutex::default(), connect_timeout, idle_timeout })
+    }
+
+    /// Sends `request` (its URI absolute, `http://`) and answers its head; the body drives the
+    /// connection as it is read.
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        mut request: Request<Full<Bytes>>,
+    ) -> Result<Response<Driven>, Failed> {
+        let uri = request.uri().clone();
+        let host = uri.host().ok_or(Failed::NoHost)?;
+        let port = uri.port_u16().unwrap_or(80);
+        let key = format!("{host}:{port}");
+        if !request.headers().contains_key(http::header::HOST) {
+            let value = uri.authority().map(|a| a.as_str()).unwrap_or(&key);
+            if let Ok(value) = HeaderValue::from_str(value) {
+                request.headers_mut().insert(http::header::HOST, value);
+            }
+        }
+        // The request line carries the path only.
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        *request.uri_mut() = Uri::try_from(path).unwrap_or_else(|_| Uri::from_static("/"));
+        loop {
+            let (mut open, reused) = match self.take(&key) {
+                Some(open) => (open, true),
+                None => (self.connect(host, port, &key).await?, false),
+            };
+            let ready = poll_fn(|cx| {
+                let ended = open.drive(cx);
+                match open.send.poll_ready(cx) {
+                    Poll::Ready(Ok(())) if !ended => Poll::Ready(Ok(())),
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(Failed::Http(e))),
+                    _ if ended => Poll::Ready(Err(Failed::Closed)),
+                    _ => Poll::Pending,
+                }
+            })
+            .await;
+            match ready {
+                Ok(()) => {}
+                // An idle connection the upstream closed: another.
+                Err(_) if reused => continue,
+                Err(failed) => return Err(failed),
+            }
+            let mut answer = std::pin::pin!(open.send.try_send_request(request));
+            let answered = poll_fn(|cx| {
+                open.drive(cx);
+                let answered = answer.as_mut().poll(cx);
+                if answered.is_ready() {
+                    // The body's first piece, when it came with the head, read now: the
+                    // client then gets the two in one write.
+                    open.drive(cx);
+                }
+                answered
+            })
+            .await;
+            match answered {
+                Ok(response) => {
+                    let pool = Arc::clone(self);
+                    return Ok(response
+                        .map(|body| Driven { body: Some(body), open: Some((Mutex::new(open), pool, key)) }));
+                }
+                // Not sent: a reused connection was closing; again on another.
+                Err(mut failed) if reused && failed.message().is_some() => {
+                    let Some(again) = failed.take_message() else {
+                        return Err(Failed::Http(failed.into_error()));
+                    };
+                    request = again;
+                }
+                Err(failed) => return Err(Failed::Http(failed.into_error())),
+            }
+        }
+    }
+
+    /// The most recently used idle connection to `key` still open, dropping the expired.
+    fn take(&self, key: &str) -> Option<Open> {
+        let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let connections = idle.get_mut(key)?;
+        while connections.front().is_some_and(|(_, since)| since.elapsed() > self.idle_timeout) {
+            connections.pop_front();
+        }
+        connections.pop_back().map(|(open, _)| open)
+    }
+
+    /// Keeps `open` for the next request to `key`.
+    fn put(&self, key: String, open: Open) {
+        if open.conn.is_none() || open.send.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let connections = idle.entry(key).or_default();
+        if connections.len() >= MAX_IDLE {
+            connections.pop_front();
+        }
+        connections.push_back((open, Instant::now()));
+    }
+
+    /// A new connection to `host:port`.
+    async fn connect(&self, host: &str, port: u16, key: &str) -> Result<Open, Failed> {
+        // An IPv6 literal comes bracketed in a URI.
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let stream = match tokio::time::timeout(self.connect_timeout, TcpStream::connect((host, port))).await
+        {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(Failed::Connect(key.to_owned(), e)),
+            Err(_) => return Err(Failed::ConnectTimeout(key.to_owned(), self.connect_timeout.as_secs())),
+        };
+        let _ = stream.set_nodelay(true);
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        Ok(Open { send, conn: Some(Box::pin(conn)) })
+    }
+}
+
+/// The longest a body dropped before its end is read on for its connection's sake.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+/// The most bytes read on; a longer rest closes the connection instead.
+const DRAIN_BYTES: usize = 64 * 1024;
+
+/// A connection lent to an answer, with its pool and key.
+type Lent = (Mutex<Open>, Arc<Pool>, String);
+
+/// An answer's body, driving its connection as it is read: read to its end, it puts the
+/// connection back in the pool. Dropped before (a relay stops at a stream's terminal event,
+/// before the upstream's end of body), a task reads the rest, briefly, for the same.
+pub(crate) struct Driven {
+    /// `None` only once dropped.
+    body: Option<Incoming>,
+    /// The connection (in a mutex only to make the body `Sync`: it is reached through `&mut`)
+    /// until it goes back.
+    open: Option<Lent>,
+}
+
+impl Driven {
+    /// The body is read to its end: the connection can serve another request.
+    fn finish(&mut self) {
+        if let Some((open, pool, key)) = self.open.take() {
+            pool.put(key, open.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
+        }
+    }
+}
+
+impl Drop for Driven {
+    fn drop(&mut self) {
+        let (Some((open, pool, key)), Some(mut body)) = (self.open.take(), self.body.take()) else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let mut open = open.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        runtime.spawn(async move {
+            let mut read = 0;
+            let rest = poll_fn(|cx| {
+                loop {
+                    let frame = Pin::new(&mut body).poll_frame(cx);
+                    let frame = match frame {
+                        Poll::Pending if !open.drive(cx) => Pin::new(&mut body).poll_frame(cx),
+                        frame => frame,
+                    };
+                    match frame {
+                        Poll::Ready(None) => return Poll::Ready(true),
+                        Poll::Ready(Some(Ok(frame))) => {
+                            read += frame.data_ref().map_or(0, Bytes::len);
+                            if read > DRAIN_BYTES {
+                                return Poll::Ready(false);
+                            }
+                        }
+                        Poll::Ready(Some(Err(_))) => return Poll::Ready(false),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
+            });
+            if let Ok(true) = tokio::time::timeout(DRAIN_TIME, rest).await {
+                pool.put(key, open);
+            }
+        });
+    }
+}
+
+impl hyper::body::Body for Driven {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let Some(body) = &mut this.body else { return Poll::Ready(None) };
+        // What the connection has read already first: driving it when the body has more
+        // waiting would only wake this task again.
+        let mut frame = Pin::new(&mut *body).poll_frame(cx);
+        if frame.is_pending()
+            && let Some((open, _, _)) = &mut this.open
+        {
+            open.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).drive(cx);
+            frame = Pin::new(&mut *body).poll_frame(cx);
+        }
+        let ended = match &frame {
+            Poll::Ready(None) => true,
+            Poll::Ready(Some(Ok(_))) => body.is_end_stream(),
+            _ => false,
+        };
+        if ended {
+            this.finish();
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.as_ref().is_none_or(hyper::body::Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.as_ref().map_or_else(|| hyper::body::SizeHint::with_exact(0), hyper::body::Body::size_hint)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::serve::ListenerExt;
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    /// An upstream counting the connections it accepts: `/whole` answers 10 bytes by length,
+    /// `/stream` 3 pieces chunked, `/long` 200 KiB chunked.
+    async fn upstream() -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&accepted);
+        let listener = listener.tap_io(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        let pieces = |pieces: Vec<Bytes>| {
+            axum::body::Body::from_stream(futures_util::stream::iter(
+                pieces.into_iter().map(Ok::<_, std::io::Error>),
+            ))
+        };
+        let app = axum::Router::new()
+            .route("/whole", axum::routing::post(|| async { "0123456789" }))
+            .route(
+                "/stream",
+                axum::routing::post(move || async move {
+                    pieces(vec![Bytes::from_static(b"a"), Bytes::from_static(b"b"), Bytes::from_static(b"c")])
+                }),
+            )
+            .route(
+                "/long",
+                axum::routing::post(move || async move { pieces(vec![Bytes::from(vec![b'x'; 1024]); 200]) }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{address}"), accepted)
+    }
+
+    fn post(url: String) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(Bytes::from_static(b"{}")));
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = url.parse().expect("uri");
+        request
+    }
+
+    async fn read(response: Response<Driven>) -> Bytes {
+        response.into_body().collect().await.expect("body").to_bytes()
+    }
+
+    fn pool() -> Arc<Pool> {
+        Pool::new(Duration::from_secs(5), Duration::from_secs(90))
+    }
+
+    #[tokio::test]
+    async fn a_connection_serves_the_next_request_once_its_answer_is_read() {
+        let (base, accepted) = upstream().await;
+        let pool = pool();
+        for _ in 0..3 {
+            let response = pool.send(post(format!("{base}/whole"))).await.expect("answer");
+            assert_eq!(read(response).await, "0123456789");
+            let response = pool.send(post(format!("{base}/stream"))).await.expect("answer");
+            assert_eq!(read(response).await, "abc");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1, "six requests, one connection");
+    }
+
+    #[tokio::test]
+    async fn an_answer_dropped_before_its_end_is_read_out_and_its_connection_reused() {
+        let (base, accepted) = upstream().await;
+        let pool = pool();
+        let response = pool.send(post(format!("{base}/stream"))).await.expect("answer");
+        let mut body = response.into_body();
+        let first = body.frame().await.expect("a piece").expect("read");
+        assert_eq!(first.into_data().expect("data"), "a");
+        drop(body);
+        // The rest is read by a task: the next request finds the connection back.
+        for _ in 0..100 {
+            if pool.idle.lock().expect("lock").values().map(VecDeque::len).sum::<usize>() == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let response = pool.send(post(format!("{base}/whole"))).await.expect("answer");
+        assert_eq!(read(response).await, "0123456789");
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn an_answer_dropped_with_a_long_rest_closes_its_connection() {
+        let (base, accepted) = upstream().await;
+        let pool = pool();
+        let response = pool.send(post(format!("{base}/long"))).await.expect("answer");
+        drop(response);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let response = pool.send(post(format!("{base}/whole"))).await.expect("answer");
+        assert_eq!(read(response).await, "0123456789");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "past the bytes read out, a new connection");
+    }
+
+    /// Answers one request on each connection, keeping it open (as keep-alive allows) until
+    /// told to close it; says when it has.
+    async fn closing_upstream()
+    -> (String, tokio::sync::mpsc::UnboundedSender<()>, tokio::sync::mpsc::UnboundedReceiver<()>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let (close, mut told) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let (closed, closings) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut seen = Vec::new();
+                let mut buffer = [0_u8; 1024];
+                while !seen.ends_with(b"{}") {
+                    match socket.read(&mut buffer).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => seen.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
+                let _ = told.recv().await;
+                drop(socket);
+                let _ = closed.send(());
+            }
+        });
+        (format!("http://{address}"), close, closings)
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_the_upstream_closed_is_not_used() {
+        let (base, close, mut closed) = closing_upstream().await;
+        let pool = pool();
+        for _ in 0..3 {
+            let response = pool.send(post(format!("{base}/v1/x"))).await.expect("answer");
+            assert_eq!(read(response).await, "ok");
+            assert_eq!(pool.idle.lock().expect("lock").values().map(VecDeque::len).sum::<usize>(), 1, "kept");
+            close.send(()).expect("close");
+            closed.recv().await.expect("closed");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_request_line_carries_the_path_and_the_host_header_the_authority() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let seen = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let mut seen = Vec::new();
+            let mut buffer = [0_u8; 1024];
+            while !seen.ends_with(b"{}") {
+                let n = socket.read(&mut buffer).await.expect("read");
+                seen.extend_from_slice(&buffer[..n]);
+            }
+            socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await.expect("write");
+            String::from_utf8_lossy(&seen).to_ascii_lowercase()
+        });
+        let response = pool().send(post(format!("http://{address}/v1/models?x=1"))).await.expect("answer");
+        assert_eq!(read(response).await, "");
+        let seen = seen.await.expect("server");
+        assert!(seen.starts_with("post /v1/models?x=1 http/1.1\r\n"), "{seen}");
+        assert!(seen.contains(&format!("host: {address}\r\n")), "{seen}");
+        assert!(seen.contains("content-length: 2\r\n"), "{seen}");
+    }
+}
