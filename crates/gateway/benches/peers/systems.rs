@@ -61,6 +61,11 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        // The whole process group (`start` made one per system): nginx's and LiteLLM's workers
+        // outlive a master killed alone, and went on holding memory (and LiteLLM's, CPU)
+        // through every later measurement on the machine.
+        #[cfg(unix)]
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -87,6 +92,9 @@ async fn start(
     log: &Path,
 ) -> Result<Running, String> {
     let file = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    // A process group of its own, stopped whole (see `Drop for Running`).
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let child = command
         .stdin(Stdio::null())
         .stdout(file.try_clone().map_err(|e| e.to_string())?)
