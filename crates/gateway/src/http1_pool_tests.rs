@@ -139,27 +139,3 @@ async fn an_idle_connection_the_upstream_closed_is_not_used() {
         closed.recv().await.expect("closed");
     }
 }
-
-#[tokio::test]
-async fn the_request_line_carries_the_path_and_the_host_header_the_authority() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
-    let seen = tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.expect("accept");
-        let mut seen = Vec::new();
-        let mut buffer = [0_u8; 1024];
-        while !seen.ends_with(b"{}") {
-            let n = socket.read(&mut buffer).await.expect("read");
-            seen.extend_from_slice(&buffer[..n]);
-        }
-        socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await.expect("write");
-        String::from_utf8_lossy(&seen).to_ascii_lowercase()
-    });
-    let response = pool().send(post(format!("http://{address}/v1/models?x=1"))).await.expect("answer");
-    assert_eq!(read(response).await, "");
-    let seen = seen.await.expect("server");
-    assert!(seen.starts_with("post /v1/models?x=1 http/1.1\r\n"), "{seen}");
-    assert!(seen.contains(&format!("host: {address}\r\n")), "{seen}");
-    assert!(seen.contains("content-length: 2\r\n"), "{seen}");
-}

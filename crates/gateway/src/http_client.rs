@@ -142,15 +142,19 @@ mod tests {
         let (upstream, seen) = server().await;
         let client = HttpClient::new().expect("client");
         let request = client
-            .request(reqwest::Method::POST, &format!("{upstream}/v1/chat/completions"))
+            .request(reqwest::Method::POST, &format!("{upstream}/v1/chat/completions?x=1"))
             .header("authorization", "Bearer k")
             .body("{}");
         let response = client.send(request).await.expect("answer");
         assert_eq!(response.status(), 200);
         assert_eq!(response.text().await.expect("body"), r#"{"ok":true}"#);
-        let seen = seen.await.expect("server");
-        assert!(seen.starts_with("POST /v1/chat/completions HTTP/1.1"), "{seen}");
-        assert!(seen.to_ascii_lowercase().contains("authorization: bearer k"), "{seen}");
+        let seen = seen.await.expect("server").to_ascii_lowercase();
+        // The request line carries the path only; the host goes in its header.
+        assert!(seen.starts_with("post /v1/chat/completions?x=1 http/1.1\r\n"), "{seen}");
+        let authority = upstream.trim_start_matches("http://");
+        assert!(seen.contains(&format!("host: {authority}\r\n")), "{seen}");
+        assert!(seen.contains("authorization: bearer k"), "{seen}");
+        assert!(seen.contains("content-length: 2\r\n"), "{seen}");
         assert!(seen.ends_with("\r\n\r\n{}"), "the body arrived: {seen}");
     }
 
