@@ -14,8 +14,9 @@
 //! binary), `LOOPRAIL_PEERS_NGINX`, `LOOPRAIL_PEERS_LITELLM` (its venv's `litellm`), each
 //! `LOOPRAIL_PEERS_<NAME>_REASON` when it could not be had; `LOOPRAIL_PEERS_QUICK=1` shortens
 //! every load (a smoke run, not figures); `LOOPRAIL_PEERS_SYSTEMS=nginx,looprail` measures only
-//! the systems named (and the upstream direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` only the
-//! loads named (`1` is the one client in turn); `LOOPRAIL_PEERS_BASELINE=<looprail binary>` adds
+//! the systems named (and the upstream direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` the
+//! loads named, in that order (`1` is the one client in turn; `1,max,1` measures it before and
+//! after the highest rate); `LOOPRAIL_PEERS_BASELINE=<looprail binary>` adds
 //! that build as the system `baseline`, to compare a change with the build before it.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
@@ -162,22 +163,33 @@ async fn settle(target: &Target, api: Api) {
     eprintln!("{} still busy after 60 s", target.system);
 }
 
-/// Whether `LOOPRAIL_PEERS_LOADS` (when set) names `load`.
-fn chosen(load: &Load) -> bool {
-    let name = match load {
-        Load::Sequential => "1".to_owned(),
-        Load::Open(rps) => format!("{rps}"),
-        Load::Max(_) => "max".to_owned(),
-    };
-    std::env::var("LOOPRAIL_PEERS_LOADS").map_or(true, |only| only.split(',').any(|l| l.trim() == name))
+/// The loads to measure, in order: those `LOOPRAIL_PEERS_LOADS` names, in its order and as often
+/// as it names them (`1,max,1` measures one client before and after the highest rate), or
+/// every load once.
+fn loads() -> Vec<Load> {
+    let every = [Load::Sequential, Load::Open(100.0), Load::Open(1_000.0), Load::Max(MAX_CLIENTS)];
+    let Ok(named) = std::env::var("LOOPRAIL_PEERS_LOADS") else { return every.to_vec() };
+    named
+        .split(',')
+        .filter_map(|name| match name.trim() {
+            "1" => Some(Load::Sequential),
+            "max" => Some(Load::Max(MAX_CLIENTS)),
+            rate => match rate.parse::<f64>() {
+                Ok(rps) if rps > 0.0 => Some(Load::Open(rps)),
+                _ => {
+                    eprintln!("LOOPRAIL_PEERS_LOADS: {rate:?} is not a load (1, a rate, or max)");
+                    None
+                }
+            },
+        })
+        .collect()
 }
 
 async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths: &Lengths) -> Vec<Row> {
     let mut rows = Vec::new();
     for api in [Api::OpenAi, Api::Anthropic] {
         for stream in [false, true] {
-            let loads = [Load::Sequential, Load::Open(100.0), Load::Open(1_000.0), Load::Max(MAX_CLIENTS)];
-            for load in loads.into_iter().filter(chosen) {
+            for load in loads() {
                 eprintln!("measuring {} stream={stream} {load:?}", api.name());
                 let mut cell: Vec<Row> = match load {
                     Load::Sequential => {
