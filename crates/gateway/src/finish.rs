@@ -137,7 +137,7 @@ impl Gateway {
             }
             (None, None) => Vec::new(),
         };
-        let record = self.record_dir.is_some().then(|| {
+        let record = self.recorder.is_some().then(|| {
             // The previous reply comes back at the start of the new messages: recorded once.
             let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
             let skip = starts.get(record_from - from).copied().unwrap_or(new.len());

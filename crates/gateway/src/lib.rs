@@ -155,6 +155,9 @@ pub enum GatewayError {
     /// Serving failed.
     #[error("serving failed: {0}")]
     Serve(String),
+    /// The thread recording conversations could not be started.
+    #[error("cannot start the recording thread: {0}")]
+    Record(String),
 }
 
 /// A running gateway's shared state.
@@ -165,7 +168,8 @@ pub struct Gateway {
     pass_client_key: bool,
     body_limit: usize,
     store: SharedStore,
-    record_dir: Option<std::path::PathBuf>,
+    /// Where conversations are recorded, when they are.
+    recorder: Option<record::Recorder>,
     compaction: Option<compaction::CompactionSettings>,
     on_store_error: StoreFailure,
     http: http_client::HttpClient,
@@ -192,6 +196,11 @@ impl Gateway {
         let write_behind = write_behind::WriteBehind::new(save_order);
         let group_commit = (write_behind.after_answer() && store.backend() == "sqlite")
             .then(|| group_commit::GroupCommit::new(Arc::clone(&store)));
+        let recorder = config
+            .record_dir
+            .map(record::Recorder::start)
+            .transpose()
+            .map_err(|e| GatewayError::Record(e.to_string()))?;
         Ok(Arc::new(Self {
             gate: Gate::new(config.loop_config, config.guardrails),
             upstream: config.upstream,
@@ -199,7 +208,7 @@ impl Gateway {
             pass_client_key: config.pass_client_key,
             body_limit: config.body_limit,
             store,
-            record_dir: config.record_dir,
+            recorder,
             compaction: config.compaction,
             on_store_error: config.on_store_error,
             http,

@@ -94,8 +94,8 @@ impl Gateway {
         if let Some(stack) = &mut stack {
             state.guards = saved_states(stack.guards());
         }
-        if let (Some(dir), Some((messages, recorded))) = (&self.record_dir, record) {
-            match crate::record::append(dir, &state.id, &messages) {
+        if let (Some(recorder), Some((messages, recorded))) = (&self.recorder, record) {
+            match recorder.append(state.id.clone(), messages).await {
                 Ok(()) => state.recorded = recorded,
                 Err(e) => {
                     tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
