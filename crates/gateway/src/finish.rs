@@ -35,9 +35,16 @@ impl Gateway {
             None => reader,
         };
         let upstream = Box::pin(response.bytes_stream());
-        let start = (upstream, Some((reader, done, Arc::clone(self))));
-        let events = futures_util::stream::unfold(start, |(mut upstream, open)| async move {
+        let start = (upstream, Some((reader, done, Arc::clone(self))), 0_usize);
+        let events = futures_util::stream::unfold(start, |(mut upstream, open, relayed)| async move {
             let (mut reader, done, gateway) = open?;
+            if relayed == 1 {
+                // The first piece leaves before the next is read: hyper writes what the body
+                // gave only once the body waits, and an upstream's events that came in one read
+                // would otherwise all be parsed (the last one's save begun) before any left.
+                tokio::task::yield_now().await;
+            }
+            let relayed = relayed + 1;
             match futures_util::StreamExt::next(&mut upstream).await {
                 Some(Ok(bytes)) => {
                     reader.feed(&bytes);
@@ -48,25 +55,25 @@ impl Gateway {
                         gateway.cut(done, received).await;
                         let mut out = bytes.to_vec();
                         out.extend_from_slice(end.as_bytes());
-                        return Some((Ok(Bytes::from(out)), (upstream, None)));
+                        return Some((Ok(Bytes::from(out)), (upstream, None, relayed)));
                     }
                     if !reader.is_done() {
                         return Some((
                             Ok::<Bytes, std::io::Error>(bytes),
-                            (upstream, Some((reader, done, gateway))),
+                            (upstream, Some((reader, done, gateway)), relayed),
                         ));
                     }
                     // The terminal event: the conversation is saved (or its save begun, see
                     // `write_behind`) before the client sees it, so its next request finds it.
                     gateway.complete(reader, done).await;
-                    Some((Ok(bytes), (upstream, None)))
+                    Some((Ok(bytes), (upstream, None, relayed)))
                 }
                 Some(Err(e)) => {
                     let api = done.api;
                     gateway.save(Save::state_only(done)).await;
                     Some((
                         Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
-                        (upstream, None),
+                        (upstream, None, relayed),
                     ))
                 }
                 None => {
