@@ -287,6 +287,12 @@ async fn run() -> Result<usize, String> {
         .tempdir_in(workspace().join("target/bench"))
         .or_else(|_| tempfile::tempdir())
         .map_err(|e| e.to_string())?;
+    let file_create_us = file_create_us(dir.path());
+    if let Some(us) = file_create_us {
+        println!(
+            "creating a file where the systems keep theirs: {us:.0} µs (looprail records one per conversation)"
+        );
+    }
     let started = systems(&upstream, dir.path()).await;
     let (mut targets, mut skipped, mut running) = (Vec::new(), Vec::new(), Vec::new());
     for (system, entry) in started {
@@ -316,7 +322,7 @@ async fn run() -> Result<usize, String> {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
     let document = json!({
-        "machine": {"cores": cores, "cpu": cpu_model(), "quick": quick},
+        "machine": {"cores": cores, "cpu": cpu_model(), "quick": quick, "file_create_us": file_create_us},
         "versions": {"nginx": std::env::var("LOOPRAIL_PEERS_NGINX_VERSION").ok(),
             "litellm": std::env::var("LOOPRAIL_PEERS_LITELLM_VERSION").ok()},
         "rows": rows.iter().map(|r| r.json(cores)).collect::<Vec<_>>(),
@@ -325,6 +331,24 @@ async fn run() -> Result<usize, String> {
     std::fs::write(&out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("rows written to {}", out.display());
     Ok(targets::check(&rows, MAX_CLIENTS))
+}
+
+/// The median time to create (and close) an empty file in a new directory under `dir`, in
+/// microseconds: a cost of the machine's filesystem that looprail's recordings pay once per
+/// conversation (0.4–0.8 ms on the development VM under /work, ~20 µs elsewhere on its disk).
+fn file_create_us(dir: &Path) -> Option<f64> {
+    let probe = dir.join("file-create-probe");
+    std::fs::create_dir(&probe).ok()?;
+    let mut times: Vec<f64> = (0..200)
+        .filter_map(|i| {
+            let started = std::time::Instant::now();
+            std::fs::File::create(probe.join(format!("{i}.jsonl"))).ok()?;
+            Some(started.elapsed().as_secs_f64() * 1e6)
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&probe);
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied()
 }
 
 /// The CPU's model name, when the system says it.
