@@ -287,12 +287,7 @@ async fn run() -> Result<usize, String> {
         .tempdir_in(workspace().join("target/bench"))
         .or_else(|_| tempfile::tempdir())
         .map_err(|e| e.to_string())?;
-    let file_create_us = file_create_us(dir.path());
-    if let Some(us) = file_create_us {
-        println!(
-            "creating a file where the systems keep theirs: {us:.0} µs (looprail records one per conversation)"
-        );
-    }
+    let file_create_us = settled_filesystem(dir.path()).await;
     let started = systems(&upstream, dir.path()).await;
     let (mut targets, mut skipped, mut running) = (Vec::new(), Vec::new(), Vec::new());
     for (system, entry) in started {
@@ -331,6 +326,30 @@ async fn run() -> Result<usize, String> {
     std::fs::write(&out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("rows written to {}", out.display());
     Ok(targets::check(&rows, MAX_CLIENTS))
+}
+
+/// Creating a file slower than this (µs) is the filesystem still skipping recently freed inodes
+/// (20 µs or less once settled, on the development VM).
+const FILE_CREATE_SETTLED_US: f64 = 40.0;
+
+/// Waits (up to 7 minutes) until creating a file under `dir` is quick again; returns the last
+/// time measured. ext4 without a journal, creating a file, skips one by one every inode freed in
+/// the last one to six minutes, and the run before this one (or a build) may just have deleted
+/// tens of thousands: looprail's recordings then cost 0.1–0.8 ms of CPU each and its p99 at
+/// 1,000 requests/s doubled, a cost of the previous run's clean-up, not of a system.
+async fn settled_filesystem(dir: &Path) -> Option<f64> {
+    let started = std::time::Instant::now();
+    loop {
+        let us = file_create_us(dir)?;
+        if us <= FILE_CREATE_SETTLED_US || started.elapsed() > Duration::from_secs(420) {
+            println!(
+                "creating a file where the systems keep theirs: {us:.0} µs (looprail records one per conversation)"
+            );
+            return Some(us);
+        }
+        eprintln!("creating a file takes {us:.0} µs here (files deleted lately); waiting for the filesystem");
+        tokio::time::sleep(Duration::from_secs(15)).await;
+    }
 }
 
 /// The median time to create (and close) an empty file in a new directory under `dir`, in
