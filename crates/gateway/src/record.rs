@@ -41,7 +41,7 @@ pub fn to_openai(message: &Message) -> Vec<Value> {
 }
 
 /// Appends `messages` to conversation `id`'s file under `dir` (the file, and `dir`, created when
-/// missing). Blocking file I/O: the gateway runs it on its recording thread ([`Recorder`]).
+/// missing). Blocking file I/O: the gateway runs it on a recording thread of its own.
 pub fn append(dir: &Path, id: &str, messages: &[Message]) -> std::io::Result<()> {
     if messages.is_empty() {
         return Ok(());
