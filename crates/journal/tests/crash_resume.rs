@@ -104,7 +104,7 @@ async fn run_script_until_crash(
         _ = &mut task => {} // it paused for a human before reaching the crash point
     }
     common::age_heartbeats(&store).await;
-    store.pool().close().await;
+    store.close().await;
 }
 
 #[derive(Debug, Clone)]

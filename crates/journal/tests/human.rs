@@ -37,7 +37,7 @@ async fn a_question_is_answered_from_another_process_and_the_run_goes_on() {
     };
     assert_eq!(paused.state, RunState::WaitingOnHuman);
     assert_eq!(store.run("r").await.unwrap().unwrap().status, RunStatus::WaitingOnHuman);
-    store.pool().close().await;
+    store.close().await;
 
     // Another process: it sees what the run waits for, refuses to resume it, answers it.
     let store = SqliteStore::open(&path).await.unwrap();

@@ -252,7 +252,7 @@ async fn corrupt_rows_and_a_newer_schema_are_typed_errors() {
     assert!(store.run("r").await.unwrap_err().to_string().contains("unknown status `exploded`"));
 
     sqlx::query("INSERT INTO schema_version (version) VALUES (99)").execute(store.pool()).await.unwrap();
-    store.pool().close().await;
+    store.close().await;
     let err = SqliteStore::open(&path).await.unwrap_err();
     assert!(matches!(err, JournalError::SchemaTooNew { found: 99, .. }), "{err}");
     let _ = std::fs::remove_file(path);

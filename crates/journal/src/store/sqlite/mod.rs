@@ -29,6 +29,8 @@ mod tool_calls;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// The one connection journals are written through (see [`SqliteStore::open_with`]).
+    journal_writer: SqlitePool,
     busy_ms: u64,
     worker: String,
 }
@@ -80,7 +82,18 @@ impl SqliteStore {
             }
         };
         schema::migrate(&pool, busy_ms).await?;
-        Ok(Self { pool, busy_ms, worker: default_worker_name() })
+        // Journals (a gateway's conversation states, written with every answer) go through one
+        // connection of their own. SQLite drops a connection's page cache whenever another
+        // connection changed the file since its last statement: with the pool's connections
+        // taking turns, every save read its pages again (8-9 reads per save at one request at
+        // a time on the gateway); one connection that alone writes them keeps them cached.
+        let journal_writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .test_before_acquire(false)
+            .connect_with(options)
+            .await
+            .map_err(|e| JournalError::from_sqlx(e, busy_ms))?;
+        Ok(Self { pool, journal_writer, busy_ms, worker: default_worker_name() })
     }
 
     fn db(&self) -> impl Fn(sqlx::Error) -> JournalError + '_ {
@@ -97,5 +110,12 @@ impl SqliteStore {
     /// The pool, for tests and tools that inspect the file.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// Closes every connection to the file (the pool's and the journals' writer), waiting for
+    /// the statements running.
+    pub async fn close(&self) {
+        self.pool.close().await;
+        self.journal_writer.close().await;
     }
 }
