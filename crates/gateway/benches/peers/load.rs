@@ -94,14 +94,24 @@ impl Target {
     }
 }
 
+/// The pause after each answer of the one-client load: what a system still does after its
+/// answer (saving, logging) is over before the next request, as it would be before an agent's
+/// next step; without it the system measured next paid for it.
+const BETWEEN_REQUESTS: Duration = Duration::from_millis(1);
+
 /// `rounds` requests from one client, the systems taking turns request by request (so the
-/// machine's drift falls on all alike); one list of samples per target.
+/// machine's drift falls on all alike), the turn's first system moving on by one each round
+/// and a pause after each answer (so no system's after-work falls on one other system, the
+/// upstream direct included: that once flattered whichever system came last); one list of
+/// samples per target.
 pub async fn sequential(targets: &[Target], api: Api, stream: bool, rounds: usize) -> Vec<Vec<Sample>> {
     let mut samples = vec![Vec::with_capacity(rounds); targets.len()];
-    for _ in 0..rounds {
-        for (target, out) in targets.iter().zip(&mut samples) {
-            let body = target.next_body(api, stream);
-            out.push(target.send(api, body, Instant::now()).await);
+    for round in 0..rounds {
+        for turn in 0..targets.len() {
+            let i = (round + turn) % targets.len();
+            let body = targets[i].next_body(api, stream);
+            samples[i].push(targets[i].send(api, body, Instant::now()).await);
+            tokio::time::sleep(BETWEEN_REQUESTS).await;
         }
     }
     samples

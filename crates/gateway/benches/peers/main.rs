@@ -17,7 +17,8 @@
 //! the systems named (and the upstream direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` the
 //! loads named, in that order (`1` is the one client in turn; `1,max,1` measures it before and
 //! after the highest rate); `LOOPRAIL_PEERS_BASELINE=<looprail binary>` adds
-//! that build as the system `baseline`, to compare a change with the build before it.
+//! that build as the system `baseline`, to compare a change with the build before it;
+//! `LOOPRAIL_PEERS_FS_WAIT_S` caps the wait for a settled filesystem (default 420 s).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
@@ -332,16 +333,18 @@ async fn run() -> Result<usize, String> {
 /// (20 µs or less once settled, on the development VM).
 const FILE_CREATE_SETTLED_US: f64 = 40.0;
 
-/// Waits (up to 7 minutes) until creating a file under `dir` is quick again; returns the last
-/// time measured. ext4 without a journal, creating a file, skips one by one every inode freed in
+/// Waits (up to 7 minutes, or the seconds `LOOPRAIL_PEERS_FS_WAIT_S` says: `0` for an
+/// experiment on one part that does not need it) until creating a file under `dir` is quick
+/// again; returns the last time measured. ext4 without a journal, creating a file, skips one by one every inode freed in
 /// the last one to six minutes, and the run before this one (or a build) may just have deleted
 /// tens of thousands: looprail's recordings then cost 0.1–0.8 ms of CPU each and its p99 at
 /// 1,000 requests/s doubled, a cost of the previous run's clean-up, not of a system.
 async fn settled_filesystem(dir: &Path) -> Option<f64> {
     let started = std::time::Instant::now();
+    let longest = std::env::var("LOOPRAIL_PEERS_FS_WAIT_S").ok().and_then(|s| s.parse().ok()).unwrap_or(420);
     loop {
         let us = file_create_us(dir)?;
-        if us <= FILE_CREATE_SETTLED_US || started.elapsed() > Duration::from_secs(420) {
+        if us <= FILE_CREATE_SETTLED_US || started.elapsed() >= Duration::from_secs(longest) {
             println!(
                 "creating a file where the systems keep theirs: {us:.0} µs (looprail records one per conversation)"
             );
