@@ -335,10 +335,11 @@ const FILE_CREATE_SETTLED_US: f64 = 40.0;
 
 /// Waits (up to 7 minutes, or the seconds `LOOPRAIL_PEERS_FS_WAIT_S` says: `0` for an
 /// experiment on one part that does not need it) until creating a file under `dir` is quick
-/// again; returns the last time measured. ext4 without a journal, creating a file, skips one by one every inode freed in
-/// the last one to six minutes, and the run before this one (or a build) may just have deleted
-/// tens of thousands: looprail's recordings then cost 0.1–0.8 ms of CPU each and its p99 at
-/// 1,000 requests/s doubled, a cost of the previous run's clean-up, not of a system.
+/// again; returns the last time measured. ext4 without a journal, creating a file, skips one by
+/// one every inode freed in the last one to six minutes, and the run before this one (or a
+/// build) may just have deleted tens of thousands: looprail's recordings then cost 0.1–0.8 ms
+/// of CPU each and its p99 at 1,000 requests/s doubled, a cost of the previous run's clean-up,
+/// not of a system.
 async fn settled_filesystem(dir: &Path) -> Option<f64> {
     let started = std::time::Instant::now();
     let longest = std::env::var("LOOPRAIL_PEERS_FS_WAIT_S").ok().and_then(|s| s.parse().ok()).unwrap_or(420);
