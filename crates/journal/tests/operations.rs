@@ -341,3 +341,33 @@ async fn a_started_run_announces_itself_once() {
     assert_eq!(started, 1, "agent_run.started is emitted once per run start, not by runner and driver both");
     let _ = std::fs::remove_file(path);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journals_written_at_once_from_many_tasks_all_land_and_a_closed_store_refuses_more() {
+    let path = temp_db("journal-writer");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let key = format!("k{i}");
+                let (first, second) = (serde_json::json!({"n": 0}), serde_json::json!({"n": 1}));
+                assert!(store.swap_journal(&key, None, &first).await.unwrap());
+                assert!(!store.swap_journal(&key, None, &second).await.unwrap(), "a stale swap is refused");
+                assert!(store.swap_journal(&key, Some(&first), &second).await.unwrap());
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    // Another process on the same file reads every document as last written.
+    let other = SqliteStore::open(&path).await.unwrap();
+    let keys: Vec<String> = (0..16).map(|i| format!("k{i}")).collect();
+    let found = other.load_journals(&keys).await.unwrap();
+    assert_eq!(found.len(), 16);
+    assert!(found.iter().all(|(_, body)| body["n"] == 1), "{found:?}");
+    store.close().await;
+    assert!(store.save_journal("k0", &serde_json::json!({"n": 2})).await.is_err(), "closed: no write");
+    assert_eq!(other.load_journal("k0").await.unwrap().unwrap()["n"], 1);
+}

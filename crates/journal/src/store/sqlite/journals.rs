@@ -38,7 +38,7 @@ impl SqliteStore {
         .bind(conversation)
         .bind(body.to_string())
         .bind(now_ms())
-        .execute(&self.journal_writer)
+        .execute(&mut *self.journal_writer().await?)
         .await
         .map_err(self.db())?;
         Ok(())
@@ -51,7 +51,7 @@ impl SqliteStore {
         expected: Option<&serde_json::Value>,
         body: &serde_json::Value,
     ) -> Result<bool, JournalError> {
-        self.swap_journal_on(&self.journal_writer, key, expected, body).await
+        self.swap_journal_on(&mut *self.journal_writer().await?, key, expected, body).await
     }
 
     async fn swap_journal_on<'c>(
@@ -95,7 +95,8 @@ impl SqliteStore {
             self.save_journals(entries).await?;
             return self.swap_journal(key, expected, body).await;
         }
-        self.swap_saving_on(&self.journal_writer, &JournalSwap { key, expected, body, entries }).await
+        let mut writer = self.journal_writer().await?;
+        self.swap_saving_on(&mut *writer, &JournalSwap { key, expected, body, entries }).await
     }
 
     /// Several swaps with their entries in one transaction (one commit for all; see
@@ -109,7 +110,9 @@ impl SqliteStore {
                 self.swap_journal_saving(swap.key, swap.expected, swap.body, swap.entries).await?,
             ]);
         }
-        let mut tx = self.journal_writer.begin_with("BEGIN IMMEDIATE").await.map_err(self.db())?;
+        let mut writer = self.journal_writer().await?;
+        let mut tx =
+            sqlx::Connection::begin_with(&mut *writer, "BEGIN IMMEDIATE").await.map_err(self.db())?;
         let mut done = Vec::with_capacity(swaps.len());
         for swap in swaps {
             let swapped = if swap.entries.len() >= SAVED_IN_ONE_STATEMENT {
@@ -188,9 +191,11 @@ impl SqliteStore {
         }
         let now = now_ms();
         if entries.len() <= CHUNK {
-            return self.upsert_journals(&self.journal_writer, entries, now).await;
+            return self.upsert_journals(&mut *self.journal_writer().await?, entries, now).await;
         }
-        let mut tx = self.journal_writer.begin_with("BEGIN IMMEDIATE").await.map_err(self.db())?;
+        let mut writer = self.journal_writer().await?;
+        let mut tx =
+            sqlx::Connection::begin_with(&mut *writer, "BEGIN IMMEDIATE").await.map_err(self.db())?;
         for chunk in entries.chunks(CHUNK) {
             self.upsert_journals(&mut *tx, chunk, now).await?;
         }

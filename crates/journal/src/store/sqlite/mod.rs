@@ -3,15 +3,17 @@
 //! reconciler.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use looprail_loop_core::engine::RunHeader;
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_loop_core::store::{CheckpointKind, StoredCheckpoint};
-use sqlx::SqlitePool;
+use sqlx::sqlite::SqliteConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult, SqliteSynchronous,
 };
+use sqlx::{ConnectOptions, SqlitePool};
 
 use super::api::default_worker_name;
 use super::common::{CheckpointPlan, parse_kind};
@@ -29,8 +31,9 @@ mod tool_calls;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// The one connection journals are written through (see [`SqliteStore::open_with`]).
-    journal_writer: SqlitePool,
+    /// The one connection journals are written through (see [`SqliteStore::open_with`]);
+    /// `None` once closed.
+    journal_writer: Arc<tokio::sync::Mutex<Option<SqliteConnection>>>,
     busy_ms: u64,
     worker: String,
 }
@@ -83,16 +86,13 @@ impl SqliteStore {
         };
         schema::migrate(&pool, busy_ms).await?;
         // Journals (a gateway's conversation states, written with every answer) go through one
-        // connection of their own. SQLite drops a connection's page cache whenever another
-        // connection changed the file since its last statement: with the pool's connections
-        // taking turns, every save read its pages again (8-9 reads per save at one request at
-        // a time on the gateway); one connection that alone writes them keeps them cached.
-        let journal_writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .test_before_acquire(false)
-            .connect_with(options)
-            .await
-            .map_err(|e| JournalError::from_sqlx(e, busy_ms))?;
+        // connection of their own, held rather than pooled. SQLite drops a connection's page
+        // cache whenever another connection changed the file since its last statement: with the
+        // pool's connections taking turns, every save read its pages again (8-9 reads per save
+        // at one request at a time on the gateway). And a pooled connection is pinged on its
+        // thread each time it goes back to the pool: a second round trip per save.
+        let journal_writer = options.connect().await.map_err(|e| JournalError::from_sqlx(e, busy_ms))?;
+        let journal_writer = Arc::new(tokio::sync::Mutex::new(Some(journal_writer)));
         Ok(Self { pool, journal_writer, busy_ms, worker: default_worker_name() })
     }
 
@@ -113,9 +113,20 @@ impl SqliteStore {
     }
 
     /// Closes every connection to the file (the pool's and the journals' writer), waiting for
-    /// the statements running.
+    /// the statements running; the store then answers every call with an error.
     pub async fn close(&self) {
         self.pool.close().await;
-        self.journal_writer.close().await;
+        if let Some(writer) = self.journal_writer.lock().await.take() {
+            let _ = sqlx::Connection::close(writer).await;
+        }
+    }
+
+    /// The journals' writer connection, held until the guard drops (an error once closed).
+    async fn journal_writer(
+        &self,
+    ) -> Result<tokio::sync::MappedMutexGuard<'_, SqliteConnection>, JournalError> {
+        let held = self.journal_writer.lock().await;
+        tokio::sync::MutexGuard::try_map(held, Option::as_mut)
+            .map_err(|_| JournalError::from_sqlx(sqlx::Error::PoolClosed, self.busy_ms))
     }
 }
