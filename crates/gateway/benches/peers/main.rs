@@ -188,9 +188,10 @@ fn loads() -> Vec<Load> {
 
 async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths: &Lengths) -> Vec<Row> {
     let mut rows = Vec::new();
+    let loads = loads();
     for api in [Api::OpenAi, Api::Anthropic] {
         for stream in [false, true] {
-            for load in loads() {
+            for &load in &loads {
                 eprintln!("measuring {} stream={stream} {load:?}", api.name());
                 let mut cell: Vec<Row> = match load {
                     Load::Sequential => {
