@@ -139,3 +139,56 @@ async fn an_idle_connection_the_upstream_closed_is_not_used() {
         closed.recv().await.expect("closed");
     }
 }
+
+/// A future's wake-ups of its own task from inside its poll (which tokio takes as a yield:
+/// the task queued again and an idle worker woken), counted.
+struct OwnWakes {
+    polling: std::sync::atomic::AtomicBool,
+    counted: AtomicUsize,
+    task: Mutex<Option<std::task::Waker>>,
+}
+
+impl std::task::Wake for OwnWakes {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        // The tests run on a current-thread runtime: a wake-up during the poll is the poll's.
+        if self.polling.load(Ordering::SeqCst) {
+            self.counted.fetch_add(1, Ordering::SeqCst);
+        }
+        if let Some(task) = &*self.task.lock().expect("lock") {
+            task.wake_by_ref();
+        }
+    }
+}
+
+/// Awaits `future`, answering how many times it woke its own task while polled.
+async fn own_wakes<T>(future: impl Future<Output = T>) -> (T, usize) {
+    let own =
+        Arc::new(OwnWakes { polling: false.into(), counted: AtomicUsize::new(0), task: Mutex::new(None) });
+    let waker = std::task::Waker::from(Arc::clone(&own));
+    let mut future = std::pin::pin!(future);
+    let out = poll_fn(|cx| {
+        *own.task.lock().expect("lock") = Some(cx.waker().clone());
+        own.polling.store(true, Ordering::SeqCst);
+        let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+        own.polling.store(false, Ordering::SeqCst);
+        polled
+    })
+    .await;
+    (out, own.counted.load(Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn a_request_and_its_answer_through_the_pool_never_wake_their_own_task() {
+    let (base, _) = upstream().await;
+    let pool = pool();
+    for path in ["whole", "stream", "whole", "long"] {
+        let url = format!("{base}/{path}");
+        let (body, woken) =
+            own_wakes(async { read(pool.send(post(url)).await.expect("answer")).await }).await;
+        assert!(!body.is_empty());
+        assert_eq!(woken, 0, "/{path}: the connection's hand-overs woke the task that drives it");
+    }
+}

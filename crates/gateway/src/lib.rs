@@ -46,6 +46,7 @@ mod http1_pool;
 pub mod http_client;
 pub mod identity;
 mod passthrough;
+mod poll_rounds;
 pub mod record;
 pub mod relay;
 pub mod request;
