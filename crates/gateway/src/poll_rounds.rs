@@ -91,7 +91,7 @@ impl PollRounds {
             }
         }
         let mut own = Context::from_waker(&self.waker);
-        let outer = POLLING.with(|polling| polling.replace(Arc::as_ptr(&self.shared)));
+        let polling = self.enter();
         let mut rounds = 0;
         let polled = loop {
             self.shared.woken.store(false, Ordering::Relaxed);
@@ -101,7 +101,7 @@ impl PollRounds {
                 break polled;
             }
         };
-        POLLING.with(|polling| polling.set(outer));
+        drop(polling);
         if polled.is_pending() && self.shared.woken.swap(false, Ordering::Relaxed) {
             cx.waker().wake_by_ref();
         }
@@ -112,10 +112,23 @@ impl PollRounds {
     /// connection) as part of the next round: its wake-ups are left to the [`poll`](Self::poll)
     /// the caller runs next, as a round's are to the next round.
     pub(crate) fn hand_over<T>(&self, hand_over: impl FnOnce() -> T) -> T {
-        let outer = POLLING.with(|polling| polling.replace(Arc::as_ptr(&self.shared)));
-        let handed = hand_over();
-        POLLING.with(|polling| polling.set(outer));
-        handed
+        let _polling = self.enter();
+        hand_over()
+    }
+
+    /// Marks these rounds as polling on this thread until the mark drops (also when what runs
+    /// meanwhile panics: a stale mark would swallow a later wake-up).
+    fn enter(&self) -> Polling {
+        Polling(POLLING.with(|polling| polling.replace(Arc::as_ptr(&self.shared))))
+    }
+}
+
+/// The rounds marked polling before, put back when dropped.
+struct Polling(*const Shared);
+
+impl Drop for Polling {
+    fn drop(&mut self) {
+        POLLING.with(|polling| polling.set(self.0));
     }
 }
 

@@ -128,6 +128,23 @@ fn a_wake_from_a_hand_over_is_left_to_the_next_poll() {
     assert_eq!(woken(&task), 1);
 }
 
+#[test]
+fn a_round_that_panics_leaves_no_mark_behind() {
+    let (task, waker) = task();
+    let rounds = PollRounds::default();
+    let mut kept = None;
+    let _: Poll<()> = rounds.poll(&mut Context::from_waker(&waker), |cx| {
+        kept = Some(cx.waker().clone());
+        Poll::Pending
+    });
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: Poll<()> = rounds.poll(&mut Context::from_waker(&waker), |_| panic!("a round panics"));
+    }));
+    assert!(panicked.is_err());
+    kept.expect("kept").wake();
+    assert_eq!(woken(&task), 1, "the wake-up after the panic was taken for a round's");
+}
+
 proptest! {
     /// However many times a closure wakes itself before it is ready, polling it as a task
     /// would (again only after a wake-up) reaches its result: every pending result left exactly
