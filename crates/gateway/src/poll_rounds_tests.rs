@@ -28,6 +28,18 @@ fn woken(task: &Task) -> usize {
     task.0.load(Ordering::SeqCst)
 }
 
+/// Polls `rounds` once as task `waker`, pending, keeping the waker the rounds hand out (as
+/// hyper's connection keeps it to wake when it has something).
+fn kept_waker(rounds: &PollRounds, waker: &Waker) -> Waker {
+    let mut kept = None;
+    let polled: Poll<()> = rounds.poll(&mut Context::from_waker(waker), |cx| {
+        kept = Some(cx.waker().clone());
+        Poll::Pending
+    });
+    assert!(polled.is_pending());
+    kept.expect("the closure kept its waker")
+}
+
 #[test]
 fn a_wake_from_inside_a_round_is_answered_by_another_round_not_by_the_task() {
     let (task, waker) = task();
@@ -77,15 +89,8 @@ fn a_wake_after_the_poll_reaches_the_task_that_polled_last_from_any_thread() {
     let (first, first_waker) = task();
     let (last, last_waker) = task();
     let rounds = PollRounds::default();
-    let mut kept = None;
-    for waker in [&first_waker, &last_waker] {
-        let polled: Poll<()> = rounds.poll(&mut Context::from_waker(waker), |cx| {
-            kept = Some(cx.waker().clone());
-            Poll::Pending
-        });
-        assert!(polled.is_pending());
-    }
-    let kept = kept.expect("the closure kept its waker");
+    kept_waker(&rounds, &first_waker);
+    let kept = kept_waker(&rounds, &last_waker);
     kept.wake_by_ref();
     assert_eq!((woken(&first), woken(&last)), (0, 1));
     std::thread::spawn(move || kept.wake()).join().expect("waking thread");
@@ -108,15 +113,10 @@ fn a_wake_from_another_thread_while_a_round_runs_reaches_the_task() {
 fn a_wake_from_a_hand_over_is_left_to_the_next_poll() {
     let (task, waker) = task();
     let rounds = PollRounds::default();
-    let mut kept = None;
+    let kept = kept_waker(&rounds, &waker);
     let mut handed = false;
-    let polled: Poll<()> = rounds.poll(&mut Context::from_waker(&waker), |cx| {
-        kept = Some(cx.waker().clone());
-        Poll::Pending
-    });
-    assert!(polled.is_pending());
     // What handing a request to the connection does: the connection's kept waker fires.
-    rounds.hand_over(|| kept.as_ref().expect("kept").wake_by_ref());
+    rounds.hand_over(|| kept.wake_by_ref());
     assert_eq!(woken(&task), 0);
     let polled = rounds.poll(&mut Context::from_waker(&waker), |_| {
         handed = true;
@@ -124,7 +124,7 @@ fn a_wake_from_a_hand_over_is_left_to_the_next_poll() {
     });
     assert!(polled.is_ready() && handed);
     // Outside a hand-over or a round, the kept waker reaches the task again.
-    kept.expect("kept").wake();
+    kept.wake();
     assert_eq!(woken(&task), 1);
 }
 
@@ -132,16 +132,12 @@ fn a_wake_from_a_hand_over_is_left_to_the_next_poll() {
 fn a_round_that_panics_leaves_no_mark_behind() {
     let (task, waker) = task();
     let rounds = PollRounds::default();
-    let mut kept = None;
-    let _: Poll<()> = rounds.poll(&mut Context::from_waker(&waker), |cx| {
-        kept = Some(cx.waker().clone());
-        Poll::Pending
-    });
+    let kept = kept_waker(&rounds, &waker);
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _: Poll<()> = rounds.poll(&mut Context::from_waker(&waker), |_| panic!("a round panics"));
     }));
     assert!(panicked.is_err());
-    kept.expect("kept").wake();
+    kept.wake();
     assert_eq!(woken(&task), 1, "the wake-up after the panic was taken for a round's");
 }
 
