@@ -26,6 +26,9 @@ use crate::upstream::Call;
 use crate::wire::Api;
 use crate::{Gateway, passthrough};
 
+/// The patterns that flag a tool result as an error, built once.
+static ERROR_PATTERNS: std::sync::LazyLock<ErrorPatterns> = std::sync::LazyLock::new(ErrorPatterns::default);
+
 /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses`,
 /// `GET /v1/models` (and
 /// `/v1/models/{model}`), `POST /v1/messages/count_tokens`, `GET /healthz`.
@@ -158,7 +161,7 @@ impl Gateway {
         // The last reply's items, for the references to them among the new items.
         request.know_items(&state.reply_items);
         let (mut new, starts) = request.messages(from..len)?;
-        ErrorPatterns::default().classify(&mut new);
+        ERROR_PATTERNS.classify(&mut new);
         // Anthropic's system prompt comes apart from the messages: recorded once, first.
         let system = Some(system).filter(|s| from == 0 && !s.is_empty()).map(Message::system);
         Ok(Done {
@@ -316,7 +319,7 @@ impl Gateway {
             (Err(answer), Some(text)) => {
                 tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, status = answer.status, "gateway: the final answer could not be fetched; the deterministic one is given");
                 let answer = crate::wire::final_text::text_reply(api, &model, text);
-                return self.answer(done, answer, stream, include_usage).await;
+                return self.answer(done, answer, None, stream, include_usage).await;
             }
             (Err(answer), None) => {
                 let id = done.state.id.clone();
@@ -332,13 +335,15 @@ impl Gateway {
         if relay && is_stream {
             return self.relay(done, &model, response);
         }
-        let mut answer = crate::upstream::read_json(api, response).await;
+        // The upstream's bytes go to the client as they came unless the answer is changed here.
+        let (mut answer, mut raw) = crate::upstream::read_answer(api, response).await;
         if let Some(text) = &fallback
             && api.reply_message(&answer).is_some_and(|m| m.tool_calls().next().is_some())
         {
             // The upstream ignored `tool_choice: none`: its calls never reach the client.
             tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, "gateway: the upstream answered the final-answer request with tool calls; the deterministic answer is given");
             answer = crate::wire::final_text::text_reply(api, &model, text);
+            raw = None;
         }
         // A reply that repeats itself (B14) is cut to its first copy, as by the output limit.
         if let (Some(mut watch), Some(message)) = (self.gate.reply_watch(), api.reply_message(&answer)) {
@@ -355,18 +360,21 @@ impl Gateway {
                 };
                 tracing::info!(name: "agent.reply.degenerate", target: "looprail", conversation = %done.state.id, period = found.period, "gateway cut a reply that repeated itself");
                 crate::wire::cut::cut_reply(api, &mut answer, keep);
+                raw = None;
                 done.state.degenerate_reply = true;
             }
         }
-        self.answer(done, answer, stream, include_usage).await
+        self.answer(done, answer, raw, stream, include_usage).await
     }
 
-    /// Counts and stores a complete answer, then gives it to the client (as the API's event
-    /// stream when it asked for one).
+    /// Counts and stores a complete answer, then gives it to the client: as the API's event
+    /// stream when it asked for one, else as `raw` (the upstream's JSON as it came) when given,
+    /// else encoded.
     async fn answer(
         self: &Arc<Self>,
         done: Done,
         answer: Value,
+        raw: Option<Bytes>,
         stream: bool,
         include_usage: bool,
     ) -> Response<Body> {
@@ -375,10 +383,10 @@ impl Gateway {
         let (input, output) = api.usage(&answer);
         let outcome = Replied::of(api, &answer);
         self.finish(done, api.reply_message(&answer), (input, output), outcome).await;
-        if stream {
-            reply(200, "text/event-stream", api.to_stream(&answer, include_usage), Some(&id))
-        } else {
-            json(200, &answer, Some(&id))
+        match raw {
+            _ if stream => reply(200, "text/event-stream", api.to_stream(&answer, include_usage), Some(&id)),
+            Some(raw) => reply(200, "application/json", raw, Some(&id)),
+            None => json(200, &answer, Some(&id)),
         }
     }
 }

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, Method};
 use serde_json::Value;
 
+use crate::http_client::Outgoing;
 use crate::wire::Api;
 
 /// An upstream answer: its status and body (a provider error passes through as it came).
@@ -71,50 +72,58 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 impl Upstream {
-    fn request(&self, call: &Call<'_>) -> reqwest::RequestBuilder {
-        self.request_with(call, reqwest::Method::POST)
-    }
-
     /// A `GET` of `call.path` on the API's upstream, with the same keys and version headers as
     /// its requests (`GET /v1/models`).
-    pub fn get(&self, call: &Call<'_>) -> reqwest::RequestBuilder {
-        self.request_with(call, reqwest::Method::GET)
+    pub fn get(&self, call: &Call<'_>) -> Outgoing {
+        self.outgoing(call, Method::GET)
     }
 
-    fn request_with(&self, call: &Call<'_>, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let Call { http, api, path, client, pass_key } = *call;
-        let header = |name: &str| client.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    /// `method` on `call.path` at the API's upstream, with the gateway's key (or the client's,
+    /// when it may pass) and the client's organisation, project and version headers.
+    fn outgoing(&self, call: &Call<'_>, method: Method) -> Outgoing {
+        let Call { api, path, client, pass_key, .. } = *call;
+        // A client's header passes as it came, when it is text (as reqwest took it).
+        let header = |name: &str| client.get(name).filter(|v| v.to_str().is_ok()).cloned();
         match api {
             Api::OpenAi | Api::Responses => {
-                let mut builder =
-                    http.request(method, &format!("{}{path}", self.openai.trim_end_matches('/')));
-                let key = self.openai_key.clone().map(|k| format!("Bearer {k}"));
-                if let Some(auth) = key.or_else(|| header("authorization").filter(|_| pass_key)) {
-                    builder = builder.header("authorization", auth);
+                let url = format!("{}{path}", self.openai.trim_end_matches('/'));
+                let mut outgoing = Outgoing::new(method, url);
+                match &self.openai_key {
+                    Some(key) => outgoing = outgoing.header("authorization", format!("Bearer {key}"), true),
+                    None => {
+                        if let Some(auth) = header("authorization").filter(|_| pass_key) {
+                            outgoing = outgoing.header("authorization", auth, true);
+                        }
+                    }
                 }
                 for name in ["openai-organization", "openai-project"] {
                     if let Some(value) = header(name) {
-                        builder = builder.header(name, value);
+                        outgoing = outgoing.header(name, value, false);
                     }
                 }
-                builder
+                outgoing
             }
             Api::Anthropic => {
-                let mut builder =
-                    http.request(method, &format!("{}{path}", self.anthropic.trim_end_matches('/')));
-                if let Some(key) =
-                    self.anthropic_key.clone().or_else(|| header("x-api-key").filter(|_| pass_key))
-                {
-                    builder = builder.header("x-api-key", key);
+                let url = format!("{}{path}", self.anthropic.trim_end_matches('/'));
+                let mut outgoing = Outgoing::new(method, url);
+                match &self.anthropic_key {
+                    Some(key) => outgoing = outgoing.header("x-api-key", key.as_str(), true),
+                    None => {
+                        if let Some(key) = header("x-api-key").filter(|_| pass_key) {
+                            outgoing = outgoing.header("x-api-key", key, true);
+                        }
+                    }
                 }
-                builder = builder.header(
-                    "anthropic-version",
-                    header("anthropic-version").unwrap_or_else(|| "2023-06-01".into()),
-                );
+                outgoing = match header("anthropic-version") {
+                    Some(version) => outgoing.header("anthropic-version", version, false),
+                    None => {
+                        outgoing.header("anthropic-version", HeaderValue::from_static("2023-06-01"), false)
+                    }
+                };
                 if let Some(beta) = header("anthropic-beta") {
-                    builder = builder.header("anthropic-beta", beta);
+                    outgoing = outgoing.header("anthropic-beta", beta, false);
                 }
-                builder
+                outgoing
             }
         }
     }
@@ -164,7 +173,10 @@ impl Upstream {
     ) -> Result<reqwest::Response, Answer> {
         let mut attempt = 0;
         loop {
-            let request = self.request(call).header("content-type", "application/json").body(body.clone());
+            let request = self
+                .outgoing(call, Method::POST)
+                .header("content-type", HeaderValue::from_static("application/json"), false)
+                .body(body.clone());
             let sent = call.http.send(request).await;
             let (status, wait, answer) = match sent {
                 Ok(response) if response.status().is_success() => return Ok(response),
@@ -211,11 +223,21 @@ impl Upstream {
 
 /// A response's body as JSON, or an error body in the API's format saying why not.
 pub(crate) async fn read_json(api: Api, response: reqwest::Response) -> Value {
+    read_answer(api, response).await.0
+}
+
+/// A response's body as JSON with the bytes it was read from (`None` when they were not JSON:
+/// the value is then the error body in the API's format saying why).
+pub(crate) async fn read_answer(api: Api, response: reqwest::Response) -> (Value, Option<axum::body::Bytes>) {
     let status = response.status().as_u16();
     match response.bytes().await {
-        Ok(bytes) => serde_json::from_slice::<Value>(bytes.as_ref()).unwrap_or_else(|_| {
-            api.error("api_error", &format!("upstream answered {status} with a body that is not JSON"))
-        }),
-        Err(e) => api.error("api_error", &format!("upstream body broke: {e}")),
+        Ok(bytes) => match serde_json::from_slice::<Value>(bytes.as_ref()) {
+            Ok(value) => (value, Some(bytes)),
+            Err(_) => (
+                api.error("api_error", &format!("upstream answered {status} with a body that is not JSON")),
+                None,
+            ),
+        },
+        Err(e) => (api.error("api_error", &format!("upstream body broke: {e}")), None),
     }
 }

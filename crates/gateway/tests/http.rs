@@ -349,3 +349,25 @@ async fn the_models_list_comes_from_the_upstream_of_the_clients_api() {
     assert_eq!(seen[1].headers["anthropic-version"], "2023-06-01");
     assert!(seen[1].headers.get("authorization").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_gateway_leaves_alone_reaches_the_client_byte_for_byte() {
+    // The upstream's field order and number spellings, which an encoder of its own would change
+    // (keys sorted, `1.50` written `1.5`).
+    let reply = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1730000000,"model":"m",
+        "choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],
+        "usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6},"x_cost":1.50}"#;
+    let upstream = FakeServer::start(vec![Reply::json(200, reply)]).await;
+    let gw = start(&upstream.url, None).await;
+    let response = reqwest::Client::new()
+        .post(format!("{gw}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(chat())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert!(response.headers().contains_key(looprail_gateway::identity::RUN_HEADER));
+    assert_eq!(response.text().await.unwrap(), reply);
+}
