@@ -20,7 +20,7 @@
 //! and a history edited in the middle but with the same length and ending is still recognised
 //! (which is what a client that trims old tool results wants).
 
-use looprail_loop_core::message::Message;
+use looprail_loop_core::message::{ContentPart, Message};
 
 /// The header a client may use to name its conversation.
 pub const RUN_HEADER: &str = "x-looprail-run";
@@ -46,31 +46,72 @@ fn field(h: u64, bytes: &[u8]) -> u64 {
 /// The normalised fingerprint of one wire message (the looprail messages it reads as): role,
 /// text without whitespace, tool calls (arguments read as JSON) and results.
 pub fn message_hash(messages: &[Message]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325;
+    // Streamed into the hash as it is read: no string is built for any part.
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
     for message in messages {
-        h = fnv(h, &[RECORD]);
-        h = field(h, format!("{:?}", message.role).as_bytes());
+        h.bytes(&[RECORD]);
+        h.bytes(&[FIELD]);
+        let _ = std::fmt::Write::write_fmt(&mut h, format_args!("{:?}", message.role));
         // Text without its whitespace: a streamed reply's text blocks arrive joined with
         // nothing, the client's echo of them is joined with line breaks.
-        let text: String =
-            message.joined_text().unwrap_or_default().chars().filter(|c| !c.is_whitespace()).collect();
-        h = field(h, text.as_bytes());
+        h.bytes(&[FIELD]);
+        for part in &message.content {
+            if let ContentPart::Text { text } = part {
+                for c in text.chars().filter(|c| !c.is_whitespace()) {
+                    h.bytes(c.encode_utf8(&mut [0; 4]).as_bytes());
+                }
+            }
+        }
         for call in message.tool_calls() {
+            h.field(call.id.as_bytes());
+            h.field(call.name.as_bytes());
             // Arguments as JSON, not as spelled: Anthropic streams `{"q": "x"}` and the client
             // echoes the input it parsed as `{"q":"x"}`.
-            let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
-                .map_or_else(|_| call.arguments.clone(), |v| v.to_string());
-            for part in [&call.id, &call.name, &arguments] {
-                h = field(h, part.as_bytes());
+            h.bytes(&[FIELD]);
+            match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+                Ok(arguments) => {
+                    let _ = serde_json::to_writer(&mut h, &arguments);
+                }
+                Err(_) => h.bytes(call.arguments.as_bytes()),
             }
         }
         for result in message.tool_results() {
-            for part in [&result.call_id, &result.content] {
-                h = field(h, part.as_bytes());
-            }
+            h.field(result.call_id.as_bytes());
+            h.field(result.content.as_bytes());
         }
     }
-    h
+    h.0
+}
+
+/// FNV-1a as a sink that text and JSON are written into.
+struct Fnv(u64);
+
+impl Fnv {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0 = fnv(self.0, bytes);
+    }
+
+    fn field(&mut self, bytes: &[u8]) {
+        self.0 = field(self.0, bytes);
+    }
+}
+
+impl std::fmt::Write for Fnv {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.bytes(text.as_bytes());
+        Ok(())
+    }
+}
+
+impl std::io::Write for Fnv {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.bytes(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The fingerprint of a Responses output item known by its id: the client sends it back
@@ -171,5 +212,66 @@ mod tests {
             message_hash(&[Message::assistant("I found it.")])
         );
         assert_ne!(message_hash(&[Message::assistant("ok")]), message_hash(&[Message::user("ok")]));
+    }
+
+    /// The hash as first written: each part built as a string, then hashed. Fingerprints are
+    /// stored, so the streamed form must give exactly these values.
+    fn built_hash(messages: &[Message]) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325;
+        for message in messages {
+            h = fnv(h, &[RECORD]);
+            h = field(h, format!("{:?}", message.role).as_bytes());
+            let text: String =
+                message.joined_text().unwrap_or_default().chars().filter(|c| !c.is_whitespace()).collect();
+            h = field(h, text.as_bytes());
+            for call in message.tool_calls() {
+                let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                    .map_or_else(|_| call.arguments.clone(), |v| v.to_string());
+                for part in [&call.id, &call.name, &arguments] {
+                    h = field(h, part.as_bytes());
+                }
+            }
+            for result in message.tool_results() {
+                for part in [&result.call_id, &result.content] {
+                    h = field(h, part.as_bytes());
+                }
+            }
+        }
+        h
+    }
+
+    fn any_message() -> impl proptest::strategy::Strategy<Value = Message> {
+        use proptest::prelude::*;
+        let text = "[ a-zé\\n\\t\"{}:,0-9]{0,24}";
+        let arguments = prop_oneof![
+            text.prop_map(|t| t),
+            (text, -5_i64..5, any::<bool>())
+                .prop_map(|(k, n, b)| format!(r#"{{ "{k}" : [{n}, {b}], "a":"\\u00e9 x" }}"#)),
+        ];
+        prop_oneof![
+            text.prop_map(Message::user),
+            text.prop_map(Message::system),
+            text.prop_map(Message::assistant),
+            (proptest::option::of(text), proptest::collection::vec((text, text, arguments), 0..3)).prop_map(
+                |(said, calls)| Message::assistant_with_calls(
+                    said,
+                    calls.into_iter().map(|(id, name, args)| ToolCall::new(id, name, args)).collect()
+                )
+            ),
+            (text, text, any::<bool>()).prop_map(|(id, content, ok)| Message::tool_result(if ok {
+                looprail_loop_core::message::ToolResult::ok(id, content)
+            } else {
+                looprail_loop_core::message::ToolResult::error(id, content)
+            })),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_streamed_hash_is_the_hash_of_the_built_parts(
+            messages in proptest::collection::vec(any_message(), 0..4)
+        ) {
+            proptest::prop_assert_eq!(message_hash(&messages), built_hash(&messages));
+        }
     }
 }
