@@ -319,7 +319,8 @@ impl Gateway {
             (Err(answer), Some(text)) => {
                 tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, status = answer.status, "gateway: the final answer could not be fetched; the deterministic one is given");
                 let answer = crate::wire::final_text::text_reply(api, &model, text);
-                return self.answer(done, answer, None, stream, include_usage).await;
+                let message = api.reply_message(&answer);
+                return self.answer(done, answer, None, message, stream, include_usage).await;
             }
             (Err(answer), None) => {
                 let id = done.state.id.clone();
@@ -337,19 +338,22 @@ impl Gateway {
         }
         // The upstream's bytes go to the client as they came unless the answer is changed here.
         let (mut answer, mut raw) = crate::upstream::read_answer(api, response).await;
+        // The reply as a looprail message, read once (again only when the answer changes).
+        let mut message = api.reply_message(&answer);
         if let Some(text) = &fallback
-            && api.reply_message(&answer).is_some_and(|m| m.tool_calls().next().is_some())
+            && message.as_ref().is_some_and(|m| m.tool_calls().next().is_some())
         {
             // The upstream ignored `tool_choice: none`: its calls never reach the client.
             tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, "gateway: the upstream answered the final-answer request with tool calls; the deterministic answer is given");
             answer = crate::wire::final_text::text_reply(api, &model, text);
             raw = None;
+            message = api.reply_message(&answer);
         }
         // A reply that repeats itself (B14) is cut to its first copy, as by the output limit.
-        if let (Some(mut watch), Some(message)) = (self.gate.reply_watch(), api.reply_message(&answer)) {
-            let text = message.joined_text().unwrap_or_default();
+        if let (Some(mut watch), Some(read)) = (self.gate.reply_watch(), &message) {
+            let text = read.joined_text().unwrap_or_default();
             let found = watch.text(&text).or_else(|| {
-                message.tool_calls().enumerate().find_map(|(i, call)| watch.arguments(i, &call.arguments))
+                read.tool_calls().enumerate().find_map(|(i, call)| watch.arguments(i, &call.arguments))
             });
             if let Some(found) = found {
                 let keep = match found.part {
@@ -361,20 +365,22 @@ impl Gateway {
                 tracing::info!(name: "agent.reply.degenerate", target: "looprail", conversation = %done.state.id, period = found.period, "gateway cut a reply that repeated itself");
                 crate::wire::cut::cut_reply(api, &mut answer, keep);
                 raw = None;
+                message = api.reply_message(&answer);
                 done.state.degenerate_reply = true;
             }
         }
-        self.answer(done, answer, raw, stream, include_usage).await
+        self.answer(done, answer, raw, message, stream, include_usage).await
     }
 
-    /// Counts and stores a complete answer, then gives it to the client: as the API's event
-    /// stream when it asked for one, else as `raw` (the upstream's JSON as it came) when given,
-    /// else encoded.
+    /// Counts and stores a complete answer (`message`: its reply as a looprail message), then
+    /// gives it to the client: as the API's event stream when it asked for one, else as `raw`
+    /// (the upstream's JSON as it came) when given, else encoded.
     async fn answer(
         self: &Arc<Self>,
         done: Done,
         answer: Value,
         raw: Option<Bytes>,
+        message: Option<Message>,
         stream: bool,
         include_usage: bool,
     ) -> Response<Body> {
@@ -382,7 +388,7 @@ impl Gateway {
         let id = done.state.id.clone();
         let (input, output) = api.usage(&answer);
         let outcome = Replied::of(api, &answer);
-        self.finish(done, api.reply_message(&answer), (input, output), outcome).await;
+        self.finish(done, message, (input, output), outcome).await;
         match raw {
             _ if stream => reply(200, "text/event-stream", api.to_stream(&answer, include_usage), Some(&id)),
             Some(raw) => reply(200, "application/json", raw, Some(&id)),
