@@ -14,7 +14,7 @@ use crate::conversation::ConversationState;
 use crate::identity;
 use crate::respond::reply;
 use crate::response_chain::{Link, response_key};
-use crate::save::Save;
+use crate::save::{Recording, Save};
 use crate::wire::Api;
 use crate::wire::responses::{ItemKind, model_item_id};
 
@@ -144,15 +144,13 @@ impl Gateway {
             }
             (None, None) => Vec::new(),
         };
+        // What the recording gains; its messages are put together by the save, off the answer's
+        // path.
         let record = self.recorder.is_some().then(|| {
             // The previous reply comes back at the start of the new messages: recorded once.
             let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
             let skip = starts.get(record_from - from).copied().unwrap_or(new.len());
-            let mut messages: Vec<Message> =
-                done.system.iter().filter(|_| record_from == 0).cloned().collect();
-            messages.extend(new.iter().skip(skip).cloned());
-            messages.extend(reply);
-            (messages, len + reply_len)
+            Recording { skip, system: record_from == 0, reply, recorded: len + reply_len }
         });
         // Its items the client may send back as references, for the next request's guards.
         if let Some(items) = &replied.items {

@@ -26,12 +26,32 @@ pub(crate) struct Save {
     pub(crate) kept: Option<(String, Value)>,
     /// The reply's tokens (already counted in `state`).
     pub(crate) usage: (u64, u64),
-    /// The messages to append to the conversation's recording, and how many wire messages
-    /// it then holds.
-    pub(crate) record: Option<(Vec<Message>, usize)>,
+    /// What to append to the conversation's recording.
+    pub(crate) record: Option<Recording>,
     /// The conversation's live guard stack after this request: its states go into `state`'s
     /// guards when it is saved, off the answer's path.
     pub(crate) stack: Option<Stack>,
+}
+
+/// What a request appends to its conversation's recording: the new messages not recorded yet
+/// (from `skip` in the request's new messages, after the system prompt given apart when
+/// `system`), then the reply.
+pub(crate) struct Recording {
+    pub(crate) skip: usize,
+    pub(crate) system: bool,
+    pub(crate) reply: Option<Message>,
+    /// How many wire messages the recording then holds.
+    pub(crate) recorded: usize,
+}
+
+impl Recording {
+    /// The messages to append, copied from `done` (which a conflicting save still reads).
+    fn messages(self, done: &Done) -> Vec<Message> {
+        let mut messages: Vec<Message> = done.system.iter().filter(|_| self.system).cloned().collect();
+        messages.extend(done.new.iter().skip(self.skip).cloned());
+        messages.extend(self.reply);
+        messages
+    }
 }
 
 impl Save {
@@ -94,8 +114,9 @@ impl Gateway {
         if let Some(stack) = &mut stack {
             state.guards = saved_states(stack.guards());
         }
-        if let (Some(recorder), Some((messages, recorded))) = (&self.recorder, record) {
-            match recorder.append(state.id.clone(), messages).await {
+        if let (Some(recorder), Some(record)) = (&self.recorder, record) {
+            let recorded = record.recorded;
+            match recorder.append(state.id.clone(), record.messages(&done)).await {
                 Ok(()) => state.recorded = recorded,
                 Err(e) => {
                     tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
