@@ -45,6 +45,7 @@ mod group_commit;
 mod http1_pool;
 pub mod http_client;
 pub mod identity;
+mod kept_states;
 mod passthrough;
 mod poll_rounds;
 pub mod record;

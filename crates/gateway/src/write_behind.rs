@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
 use crate::conversation::{ConversationState, Stack};
+use crate::kept_states::KeptStates;
 
 /// When a conversation's state is saved relative to its answer
 /// ([`GatewayConfig::save_order`](crate::GatewayConfig::save_order)). Saved after the answer,
@@ -75,7 +76,7 @@ pub(crate) type Kept = (ConversationState, Arc<Value>, Option<Stack>);
 pub(crate) struct WriteBehind {
     order: SaveOrder,
     inflight: Arc<Mutex<Inflight>>,
-    states: Mutex<HashMap<String, Kept>>,
+    states: Mutex<KeptStates>,
     tracker: TaskTracker,
 }
 
@@ -157,33 +158,28 @@ impl WriteBehind {
     /// meanwhile reads the store, which holds the same).
     pub(crate) fn take_state(&self, id: &str) -> Option<Kept> {
         let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        states.remove(id)
+        states.take(id)
     }
 
     /// Keeps `state`, just written as `document` (after-answer saves only; a document past
-    /// the size kept is dropped instead).
+    /// the size kept is dropped instead; past [`STATES_KEPT`], the state written longest ago
+    /// goes).
     pub(crate) fn wrote(&self, state: ConversationState, document: Value, stack: Option<Stack>) {
         if !self.after_answer() {
             return;
         }
         let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !state.reply_items.is_empty() && document.to_string().len() > STATE_KEPT_BYTES {
-            states.remove(&state.id);
+            states.take(&state.id);
             return;
         }
-        if states.len() >= STATES_KEPT && !states.contains_key(&state.id) {
-            // Any one goes: its conversation's next request reads the store.
-            if let Some(key) = states.keys().next().cloned() {
-                states.remove(&key);
-            }
-        }
-        states.insert(state.id.clone(), (state, Arc::new(document), stack));
+        states.keep(state.id.clone(), (state, Arc::new(document), stack), STATES_KEPT);
     }
 
     /// Drops what is kept of conversation `id` (its save failed: the store is the truth).
     pub(crate) fn forget(&self, id: &str) {
         let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        states.remove(id);
+        states.take(id);
     }
 
     /// Waits for every running save (the gateway is stopping).
