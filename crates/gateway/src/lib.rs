@@ -45,7 +45,7 @@ mod group_commit;
 mod http1_pool;
 pub mod http_client;
 pub mod identity;
-mod kept_states;
+mod newest_kept;
 mod passthrough;
 mod poll_rounds;
 pub mod record;
@@ -62,7 +62,6 @@ pub mod upstream;
 pub mod wire;
 mod write_behind;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -76,6 +75,10 @@ pub use store_failure::StoreFailure;
 pub use upstream::Upstream;
 pub use wire::Api;
 pub use write_behind::SaveOrder;
+
+/// How many history fingerprints this replica remembers (the newest; an older one is looked up
+/// in the store).
+const RECENT_FINGERPRINTS: usize = 10_000;
 
 /// Everything the gateway is configured with.
 #[derive(Debug, Clone)]
@@ -176,7 +179,7 @@ pub struct Gateway {
     on_store_error: StoreFailure,
     http: http_client::HttpClient,
     /// Fingerprints answered recently by this replica (the store has them all).
-    recent: Mutex<HashMap<u64, String>>,
+    recent: Mutex<newest_kept::NewestKept<u64, String>>,
     /// Saves that run after their answers, and the states they wrote.
     write_behind: write_behind::WriteBehind,
     /// The writer grouping those saves into one transaction (SQLite, saving after the answer).
@@ -214,7 +217,7 @@ impl Gateway {
             compaction: config.compaction,
             on_store_error: config.on_store_error,
             http,
-            recent: Mutex::new(HashMap::new()),
+            recent: Mutex::new(newest_kept::NewestKept::new(RECENT_FINGERPRINTS)),
             write_behind,
             group_commit,
         }))

@@ -84,11 +84,8 @@ impl Gateway {
         if !save.fingerprints.is_empty()
             && let Ok(mut recent) = self.recent.lock()
         {
-            if recent.len() > 10_000 {
-                recent.clear();
-            }
             for fingerprint in &save.fingerprints {
-                recent.insert(*fingerprint, save.state.id.clone());
+                recent.keep(*fingerprint, save.state.id.clone());
             }
         }
         let beside = save.beside();

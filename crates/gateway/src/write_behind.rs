@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
 use crate::conversation::{ConversationState, Stack};
-use crate::kept_states::KeptStates;
+use crate::newest_kept::NewestKept;
 
 /// When a conversation's state is saved relative to its answer
 /// ([`GatewayConfig::save_order`](crate::GatewayConfig::save_order)). Saved after the answer,
@@ -76,7 +76,7 @@ pub(crate) type Kept = (ConversationState, Arc<Value>, Option<Stack>);
 pub(crate) struct WriteBehind {
     order: SaveOrder,
     inflight: Arc<Mutex<Inflight>>,
-    states: Mutex<KeptStates>,
+    states: Mutex<NewestKept<String, Kept>>,
     tracker: TaskTracker,
 }
 
@@ -103,7 +103,12 @@ struct Running {
 impl WriteBehind {
     /// Saves in `order` (already resolved for the store: not [`SaveOrder::Auto`]).
     pub(crate) fn new(order: SaveOrder) -> Self {
-        Self { order, inflight: Arc::default(), states: Mutex::default(), tracker: TaskTracker::new() }
+        Self {
+            order,
+            inflight: Arc::default(),
+            states: Mutex::new(NewestKept::new(STATES_KEPT)),
+            tracker: TaskTracker::new(),
+        }
     }
 
     /// Whether saves run after their answers.
@@ -173,7 +178,7 @@ impl WriteBehind {
             states.take(&state.id);
             return;
         }
-        states.keep(state.id.clone(), (state, Arc::new(document), stack), STATES_KEPT);
+        states.keep(state.id.clone(), (state, Arc::new(document), stack));
     }
 
     /// Drops what is kept of conversation `id` (its save failed: the store is the truth).
