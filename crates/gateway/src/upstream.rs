@@ -84,48 +84,31 @@ impl Upstream {
         let Call { api, path, client, pass_key, .. } = *call;
         // A client's header passes as it came, when it is text (as reqwest took it).
         let header = |name: &str| client.get(name).filter(|v| v.to_str().is_ok()).cloned();
-        match api {
-            Api::OpenAi | Api::Responses => {
-                let url = format!("{}{path}", self.openai.trim_end_matches('/'));
-                let mut outgoing = Outgoing::new(method, url);
-                match &self.openai_key {
-                    Some(key) => outgoing = outgoing.header("authorization", format!("Bearer {key}"), true),
-                    None => {
-                        if let Some(auth) = header("authorization").filter(|_| pass_key) {
-                            outgoing = outgoing.header("authorization", auth, true);
-                        }
-                    }
-                }
-                for name in ["openai-organization", "openai-project"] {
-                    if let Some(value) = header(name) {
-                        outgoing = outgoing.header(name, value, false);
-                    }
-                }
-                outgoing
-            }
-            Api::Anthropic => {
-                let url = format!("{}{path}", self.anthropic.trim_end_matches('/'));
-                let mut outgoing = Outgoing::new(method, url);
-                match &self.anthropic_key {
-                    Some(key) => outgoing = outgoing.header("x-api-key", key.as_str(), true),
-                    None => {
-                        if let Some(key) = header("x-api-key").filter(|_| pass_key) {
-                            outgoing = outgoing.header("x-api-key", key, true);
-                        }
-                    }
-                }
-                outgoing = match header("anthropic-version") {
-                    Some(version) => outgoing.header("anthropic-version", version, false),
-                    None => {
-                        outgoing.header("anthropic-version", HeaderValue::from_static("2023-06-01"), false)
-                    }
-                };
-                if let Some(beta) = header("anthropic-beta") {
-                    outgoing = outgoing.header("anthropic-beta", beta, false);
-                }
-                outgoing
+        let (base, key_header, own_key, passed): (&str, _, _, &[&'static str]) = match api {
+            Api::OpenAi | Api::Responses => (
+                &self.openai,
+                "authorization",
+                self.openai_key.as_ref().map(|k| format!("Bearer {k}")),
+                &["openai-organization", "openai-project"],
+            ),
+            Api::Anthropic => (&self.anthropic, "x-api-key", self.anthropic_key.clone(), &["anthropic-beta"]),
+        };
+        let mut outgoing = Outgoing::new(method, format!("{}{path}", base.trim_end_matches('/')));
+        match (own_key, header(key_header).filter(|_| pass_key)) {
+            (Some(own), _) => outgoing = outgoing.header(key_header, own, true),
+            (None, Some(client_key)) => outgoing = outgoing.header(key_header, client_key, true),
+            (None, None) => {}
+        }
+        for &name in passed {
+            if let Some(value) = header(name) {
+                outgoing = outgoing.header(name, value, false);
             }
         }
+        if api == Api::Anthropic {
+            let version = header("anthropic-version").unwrap_or(HeaderValue::from_static("2023-06-01"));
+            outgoing = outgoing.header("anthropic-version", version, false);
+        }
+        outgoing
     }
 
     /// The fallback models of `api`, in order.
