@@ -9,7 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Response};
 use axum::routing::{get, post};
-use looprail_guardrails::replay::ErrorPatterns;
+use looprail_guardrails::replay::{ErrorClassifier, ErrorPatterns};
 use looprail_journal::{JournalError, now_ms};
 use looprail_loop_core::message::Message;
 use serde_json::Value;
@@ -26,8 +26,9 @@ use crate::upstream::Call;
 use crate::wire::Api;
 use crate::{Gateway, passthrough};
 
-/// The patterns that flag a tool result as an error, built once.
-static ERROR_PATTERNS: std::sync::LazyLock<ErrorPatterns> = std::sync::LazyLock::new(ErrorPatterns::default);
+/// The patterns that flag a tool result as an error, made ready to search once.
+static ERROR_PATTERNS: std::sync::LazyLock<ErrorClassifier> =
+    std::sync::LazyLock::new(|| ErrorPatterns::default().classifier());
 
 /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses`,
 /// `GET /v1/models` (and

@@ -44,25 +44,60 @@ impl ErrorPatterns {
     }
 
     /// Marks as errors the tool results of `messages` that these patterns recognise (a result
-    /// already flagged by its log, as Anthropic's are, stays flagged). The `contains` patterns
-    /// are searched with memchr's SIMD finders, built once for all the results; a pattern that
-    /// holds another one (`command not found` holds `not found`) adds no match, and no search.
+    /// already flagged by its log, as Anthropic's are, stays flagged). Builds the
+    /// [`ErrorClassifier`] for this one call: a caller classifying often keeps one instead.
     pub fn classify(&self, messages: &mut [Message]) {
+        self.classifier().classify(messages);
+    }
+
+    /// These patterns made ready to search: the `contains` patterns as memchr's SIMD finders,
+    /// without those another one already finds (`command not found` holds `not found`: it adds
+    /// no match, and no search).
+    ///
+    /// ```
+    /// use looprail_guardrails::replay::ErrorPatterns;
+    /// use looprail_loop_core::message::{Message, ToolResult};
+    ///
+    /// let classifier = ErrorPatterns::default().classifier();
+    /// let mut log = vec![Message::tool_result(ToolResult::ok("c1", "bash: rg: command not found"))];
+    /// classifier.classify(&mut log);
+    /// assert!(log[0].tool_results().all(|r| r.is_error));
+    /// ```
+    pub fn classifier(&self) -> ErrorClassifier {
         let needed = self.contains.iter().enumerate().filter(|(i, pattern)| {
             !self.contains.iter().enumerate().any(|(j, other)| {
                 // Of two equal patterns, the first is kept.
                 pattern.contains(other.as_str()) && (pattern.len() > other.len() || j < *i)
             })
         });
-        let finders: Vec<memchr::memmem::Finder<'_>> =
-            needed.map(|(_, c)| memchr::memmem::Finder::new(c.as_bytes())).collect();
-        let is_error = |text: &str| {
-            self.starts_as_error(text) || finders.iter().any(|f| f.find(text.as_bytes()).is_some())
-        };
+        let finders = needed.map(|(_, c)| memchr::memmem::Finder::new(c.as_bytes()).into_owned()).collect();
+        ErrorClassifier { prefixes: self.prefixes.clone(), finders }
+    }
+}
+
+/// [`ErrorPatterns`] ready to search, built once ([`ErrorPatterns::classifier`]) for many
+/// logs.
+#[derive(Debug, Clone)]
+pub struct ErrorClassifier {
+    prefixes: Vec<String>,
+    finders: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl ErrorClassifier {
+    /// True when `text` reads as an error.
+    pub fn is_error(&self, text: &str) -> bool {
+        let trimmed = text.trim_start();
+        self.prefixes.iter().any(|p| trimmed.starts_with(p.as_str()))
+            || self.finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+    }
+
+    /// Marks as errors the tool results of `messages` that read as errors (a result already
+    /// flagged by its log, as Anthropic's are, stays flagged).
+    pub fn classify(&self, messages: &mut [Message]) {
         for message in messages.iter_mut().filter(|m| m.role == Role::Tool) {
             for part in &mut message.content {
                 if let ContentPart::ToolResult(result) = part {
-                    result.is_error = result.is_error || is_error(&result.content);
+                    result.is_error = result.is_error || self.is_error(&result.content);
                 }
             }
         }

@@ -12,7 +12,7 @@ use looprail_loop_core::tool::ToolChoice;
 use looprail_loop_core::watch::{WatchReplies, WatchedPart, degenerate_reply, inspect};
 use serde::{Deserialize, Serialize};
 
-pub use crate::error_patterns::ErrorPatterns;
+pub use crate::error_patterns::{ErrorClassifier, ErrorPatterns};
 
 /// One guard event at a tool call, as the audit reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
