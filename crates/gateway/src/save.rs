@@ -62,6 +62,12 @@ impl Save {
         Save { done, state, fingerprints: Vec::new(), kept: None, usage: (0, 0), record: None, stack }
     }
 
+    /// The keys of the documents it writes besides the state ([`Save::beside`]).
+    fn keys(&self) -> Vec<String> {
+        let fingerprints = self.fingerprints.iter().map(|f| identity::prefix_key(*f));
+        fingerprints.chain(self.kept.iter().map(|(key, _)| key.clone())).collect()
+    }
+
     /// The documents it writes besides the state, under their keys: the fingerprints (each
     /// naming the conversation) and the response's link.
     fn beside(&mut self) -> Vec<(String, Value)> {
@@ -79,8 +85,27 @@ impl Save {
 impl Gateway {
     /// Saves what a request changed: at once, or (saving after the answer) in a task its
     /// conversation's next request waits for. Either way this replica knows the fingerprints
-    /// before it returns.
-    pub(crate) async fn save(self: &Arc<Self>, mut save: Save) {
+    /// before it returns: remembered, or (until the task has remembered them) as the keys of
+    /// a running save, which a request's recognition asks for too
+    /// (`WriteBehind::pending_conversation`).
+    pub(crate) async fn save(self: &Arc<Self>, save: Save) {
+        if self.write_behind.after_answer() {
+            let ticket = self.write_behind.begin(&save.state.id, save.keys());
+            let gateway = Arc::clone(self);
+            self.write_behind.spawn(async move {
+                gateway.remember(&save);
+                let _turn = ticket.turn().await;
+                gateway.persist(save).await;
+                drop(ticket);
+            });
+        } else {
+            self.remember(&save);
+            self.persist(save).await;
+        }
+    }
+
+    /// Remembers the fingerprints as naming the conversation.
+    fn remember(&self, save: &Save) {
         if !save.fingerprints.is_empty()
             && let Ok(mut recent) = self.recent.lock()
         {
@@ -88,25 +113,12 @@ impl Gateway {
                 recent.keep(*fingerprint, save.state.id.clone());
             }
         }
-        let beside = save.beside();
-        if self.write_behind.after_answer() {
-            let keys = beside.iter().map(|(key, _)| key.clone()).collect();
-            let ticket = self.write_behind.begin(&save.state.id, keys);
-            let gateway = Arc::clone(self);
-            self.write_behind.spawn(async move {
-                let _turn = ticket.turn().await;
-                gateway.persist(save, beside).await;
-                drop(ticket);
-            });
-        } else {
-            self.persist(save, beside).await;
-        }
     }
 
     /// Appends to the recording, then stores the state (swapped for the one the request was
-    /// read with: see `state_store`) with `beside` (the fingerprints and the link), in one
-    /// statement.
-    async fn persist(&self, save: Save, beside: Vec<(String, Value)>) {
+    /// read with: see `state_store`) with the fingerprints and the link, in one statement.
+    async fn persist(&self, mut save: Save) {
+        let beside = save.beside();
         let Save { done, mut state, usage, record, mut stack, .. } = save;
         if let Some(stack) = &mut stack {
             state.guards = saved_states(stack.guards());

@@ -169,9 +169,14 @@ impl WriteBehind {
     /// Keeps `state`, just written as `document` (after-answer saves only; a document past
     /// the size kept is dropped instead; past [`STATES_KEPT`], the state written longest ago
     /// goes).
-    pub(crate) fn wrote(&self, state: ConversationState, document: Value, stack: Option<Stack>) {
+    pub(crate) fn wrote(&self, mut state: ConversationState, document: Value, stack: Option<Stack>) {
         if !self.after_answer() {
             return;
+        }
+        if stack.is_some() {
+            // The next request goes on with the live stack; the guard states written from it
+            // are in the document. Dropped here, in the save, not on that request's path.
+            state.guards.clear();
         }
         let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !state.reply_items.is_empty() && document.to_string().len() > STATE_KEPT_BYTES {
