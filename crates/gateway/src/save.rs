@@ -100,7 +100,9 @@ impl Gateway {
             });
         } else {
             self.remember(&save);
-            self.persist(save).await;
+            // Boxed: the store's futures would otherwise make every request's future (moved
+            // whole onto the heap per request) several kilobytes larger.
+            Box::pin(self.persist(save)).await;
         }
     }
 

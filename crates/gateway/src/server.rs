@@ -213,7 +213,7 @@ impl Gateway {
             kept.as_ref().map(|s| s.text.as_str()),
             &messages,
         );
-        let answer = self.upstream.send(call, Bytes::from(body.to_string())).await;
+        let answer = Box::pin(self.upstream.send(call, Bytes::from(body.to_string()))).await;
         let (input, output) = api.usage(&answer.body);
         self.gate.replied(state, input, output);
         let text = (answer.status == 200)
@@ -249,7 +249,10 @@ impl Gateway {
         let mut done = match self.prepare(api, headers, &mut request).await {
             Ok(done) => done,
             Err(Unprepared::Request(e)) => return json(400, &api.error("invalid_request_error", &e), None),
-            Err(Unprepared::Store(e)) => return self.store_failed(api, path, headers, raw, &e).await,
+            Err(Unprepared::Store(e)) => {
+                // Boxed: a rare path, kept out of every request's future.
+                return Box::pin(self.store_failed(api, path, headers, raw, &e)).await;
+            }
         };
         // A Responses request with `store` on: the client may send the reply's items back as
         // references (with `store: false` the API refuses references, so none are kept).
