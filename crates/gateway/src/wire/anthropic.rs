@@ -117,8 +117,15 @@ pub(super) fn add_instruction(body: &mut Value, text: &str) {
 }
 
 pub(super) fn reply_message(response: &Value) -> Option<Message> {
-    let wrapped = json!({ "messages": [{ "role": "assistant", "content": response["content"] }] });
-    messages(&wrapped).ok()?.pop()
+    let mut out = Vec::with_capacity(1);
+    if response["role"] == "assistant" {
+        // A response is the assistant's message itself (its role and content): read in place.
+        message(0, response, &mut out).ok()?;
+    } else {
+        let wrapped = json!({ "role": "assistant", "content": response["content"] });
+        message(0, &wrapped, &mut out).ok()?;
+    }
+    out.pop()
 }
 
 fn event(kind: &str, data: Value) -> String {

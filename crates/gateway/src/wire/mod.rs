@@ -117,10 +117,11 @@ impl Api {
     /// `(input, output)` tokens a complete response reports.
     pub fn usage(self, response: &Value) -> (u64, u64) {
         let (input, output) = match self {
-            Api::OpenAi => ("/usage/prompt_tokens", "/usage/completion_tokens"),
-            Api::Anthropic | Api::Responses => ("/usage/input_tokens", "/usage/output_tokens"),
+            Api::OpenAi => ("prompt_tokens", "completion_tokens"),
+            Api::Anthropic | Api::Responses => ("input_tokens", "output_tokens"),
         };
-        let read = |p: &str| response.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        let usage = response.get("usage");
+        let read = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64).unwrap_or(0);
         (read(input), read(output))
     }
 
@@ -273,5 +274,35 @@ mod tests {
         let mut openai = json!({});
         Api::OpenAi.force_tool(&mut openai, "ask_human");
         assert_eq!(openai["tool_choice"]["function"]["name"], "ask_human");
+    }
+
+    #[test]
+    fn a_reply_and_its_tokens_are_read_from_each_apis_answer() {
+        let openai = json!({"id": "c1", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "Looking.", "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}]}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 7}});
+        let anthropic = json!({"id": "m1", "type": "message", "role": "assistant", "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "call_1", "name": "search", "input": {"q": "x"}}],
+            "usage": {"input_tokens": 12, "output_tokens": 7}});
+        // A compatible server that leaves out the role: its content is the assistant's all the same.
+        let mut roleless = anthropic.clone();
+        roleless.as_object_mut().unwrap().remove("role");
+        for (api, answer) in
+            [(Api::OpenAi, &openai), (Api::Anthropic, &anthropic), (Api::Anthropic, &roleless)]
+        {
+            let reply = api.reply_message(answer).unwrap();
+            assert_eq!(reply.role, Role::Assistant);
+            assert_eq!(reply.joined_text().as_deref(), Some("Looking."));
+            let calls: Vec<(&str, &str)> =
+                reply.tool_calls().map(|c| (c.id.as_str(), c.name.as_str())).collect();
+            assert_eq!(calls, [("call_1", "search")]);
+            assert_eq!(api.usage(answer), (12, 7));
+        }
+        // No usage, or no reply in it: nothing counted, nothing read.
+        assert_eq!(Api::OpenAi.usage(&json!({"usage": null})), (0, 0));
+        assert!(Api::OpenAi.reply_message(&json!({"choices": []})).is_none());
+        assert!(Api::Anthropic.reply_message(&json!({"role": "assistant", "content": 3})).is_none());
     }
 }

@@ -40,9 +40,7 @@ pub(super) fn add_instruction(body: &mut Value, text: &str) {
 }
 
 pub(super) fn reply_message(response: &Value) -> Option<Message> {
-    let message = response.pointer("/choices/0/message")?;
-    let wrapped = json!({ "messages": [message] });
-    messages(&wrapped).ok()?.pop()
+    message(0, response.get("choices")?.get(0)?.get("message")?).ok()
 }
 
 fn chunk(response: &Value, delta: Value, finish: Option<&str>) -> String {
