@@ -45,6 +45,7 @@ mod group_commit;
 mod http1_pool;
 pub mod http_client;
 pub mod identity;
+mod listen;
 mod newest_kept;
 mod passthrough;
 mod poll_rounds;
@@ -231,18 +232,7 @@ pub async fn serve(
     gateway: Arc<Gateway>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), GatewayError> {
-    use axum::serve::ListenerExt;
-    // Replies go out as soon as they are written: with Nagle's algorithm on, the last small
-    // write of a streamed reply waits for the client's delayed ACK (40 ms on Linux).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::warn!(%error, "cannot set TCP_NODELAY on a client connection");
-        }
-    });
-    let served = axum::serve(listener, router(Arc::clone(&gateway)))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| GatewayError::Serve(e.to_string()));
+    listen::serve(listener, router(Arc::clone(&gateway)), shutdown).await;
     gateway.write_behind.drain().await;
-    served
+    Ok(())
 }
