@@ -41,7 +41,7 @@ const EXCHANGE: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     full: reqwest::Client,
-    plain: std::sync::Arc<Pool>,
+    plain: Arc<Pool>,
     /// Whether a URL goes through a proxy (the environment's, read once, as reqwest reads it).
     proxies: Arc<Matcher>,
     /// The way each URL called lately goes.
@@ -58,8 +58,8 @@ enum Route {
     /// Through reqwest: HTTPS, a proxy, or a URL hyper cannot take.
     Full,
     /// Plain HTTP straight to the upstream: the URL as hyper takes it, and as reqwest's
-    /// response tells it.
-    Plain(axum::http::Uri, reqwest::Url),
+    /// response tells it (when reqwest's parser takes it too).
+    Plain(axum::http::Uri, Option<reqwest::Url>),
 }
 
 impl HttpClient {
@@ -87,7 +87,7 @@ impl HttpClient {
             .then(|| url.parse::<axum::http::Uri>().ok())
             .flatten()
             .filter(|uri| self.proxies.intercept(uri).is_none())
-            .and_then(|uri| Some(Route::Plain(uri, reqwest::Url::parse(url).ok()?)));
+            .map(|uri| Route::Plain(uri, reqwest::Url::parse(url).ok()));
         let route = plain.unwrap_or(Route::Full);
         if routes.len() >= ROUTES_KEPT {
             routes.clear();
@@ -117,8 +117,10 @@ impl HttpClient {
         match tokio::time::timeout(EXCHANGE, self.plain.send(request)).await {
             Ok(Ok(mut response)) => {
                 // The URL the answer says it came from, given (reqwest would parse a stand-in).
-                let given = axum::http::Response::builder().url(answered_from).body(()).unwrap_or_default();
-                response.extensions_mut().extend(given.into_parts().0.extensions);
+                if let Some(url) = answered_from {
+                    let given = axum::http::Response::builder().url(url).body(()).unwrap_or_default();
+                    response.extensions_mut().extend(given.into_parts().0.extensions);
+                }
                 Ok(reqwest::Response::from(response.map(reqwest::Body::wrap)))
             }
             Ok(Err(e)) => Err(describe(&e)),
