@@ -42,7 +42,8 @@ impl Gateway {
                 // The first piece leaves before the next is read: hyper writes what the body
                 // gave only once the body waits, and an upstream's events that came in one read
                 // would otherwise all be parsed (the last one's save begun) before any left.
-                tokio::task::yield_now().await;
+                // (Not tokio's yield: the connection, polled in rounds, polls again at once.)
+                crate::poll_rounds::pending_once().await;
             }
             let relayed = relayed + 1;
             match futures_util::StreamExt::next(&mut upstream).await {

@@ -123,6 +123,21 @@ impl PollRounds {
     }
 }
 
+/// Pending once, having woken its task; ready when polled again. What polls the task acts on
+/// the pending first (hyper writes what a body gave), then polls again: at once when polled in
+/// rounds (a wake-up from inside a round), else after a yield to the runtime.
+pub(crate) fn pending_once() -> impl std::future::Future<Output = ()> {
+    let mut waited = false;
+    std::future::poll_fn(move |cx| {
+        if waited {
+            return Poll::Ready(());
+        }
+        waited = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+}
+
 /// The rounds marked polling before, put back when dropped.
 struct Polling(*const Shared);
 

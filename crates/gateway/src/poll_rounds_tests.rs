@@ -173,3 +173,21 @@ proptest! {
         prop_assert_eq!(pending, own_wakes / MAX_ROUNDS);
     }
 }
+
+#[test]
+fn pending_once_is_answered_by_another_round_and_outside_rounds_wakes_the_task() {
+    let (task, waker) = task();
+    let rounds = PollRounds::default();
+    let mut once = std::pin::pin!(pending_once());
+    let mut calls = 0;
+    let polled = rounds.poll(&mut Context::from_waker(&waker), |cx| {
+        calls += 1;
+        once.as_mut().poll(cx)
+    });
+    assert_eq!((polled, calls, woken(&task)), (Poll::Ready(()), 2, 0));
+    // Polled by a task itself, it wakes the task to be polled again.
+    let mut once = std::pin::pin!(pending_once());
+    assert!(once.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    assert_eq!(woken(&task), 1);
+    assert!(once.as_mut().poll(&mut Context::from_waker(&waker)).is_ready());
+}
