@@ -128,7 +128,7 @@ pub fn gateway(args: GatewayArgs, config: looprail::LooprailConfig) -> Result<u8
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("[gateway] listening on http://{address} (store {})", location.display());
-        looprail_gateway::serve(listener, gateway, shutdown()).await.map_err(|e| e.to_string())?;
+        looprail_gateway::serve(listener, gateway, shutdown()).await;
         eprintln!("[gateway] stopped");
         Ok(crate::exit::COMPLETED)
     })

@@ -158,9 +158,6 @@ pub enum GatewayError {
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
-    /// Serving failed.
-    #[error("serving failed: {0}")]
-    Serve(String),
     /// The thread recording conversations could not be started.
     #[error("cannot start the recording thread: {0}")]
     Record(String),
@@ -231,8 +228,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), GatewayError> {
+) {
     listen::serve(listener, router(Arc::clone(&gateway)), shutdown).await;
     gateway.write_behind.drain().await;
-    Ok(())
 }

@@ -73,10 +73,8 @@ where
 {
     let mut conn = pin!(hyper::server::conn::http1::Builder::new().serve_connection(io, service));
     let rounds = PollRounds::default();
-    let mut closing = *stopping.borrow();
-    if closing {
-        conn.as_mut().graceful_shutdown();
-    }
+    // A connection taken just before the stop still sees it: its receiver was cloned before.
+    let mut closing = false;
     loop {
         tokio::select! {
             served = poll_fn(|cx| rounds.poll(cx, |cx| conn.as_mut().poll(cx))) => {

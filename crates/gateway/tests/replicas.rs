@@ -32,7 +32,7 @@ async fn stoppable(
     let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let _ = looprail_gateway::serve(listener, gateway, async move {
+        looprail_gateway::serve(listener, gateway, async move {
             let _ = stopped.await;
         })
         .await;

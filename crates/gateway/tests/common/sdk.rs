@@ -149,8 +149,7 @@ pub async fn serve_settings(store: &Path, settings: GatewayConfig, port: u16) ->
         looprail_gateway::serve(listener, gateway, async move {
             let _ = stopped.await;
         })
-        .await
-        .unwrap();
+        .await;
     });
     Running { url, stop: Some(stop), task }
 }
