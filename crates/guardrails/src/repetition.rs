@@ -120,6 +120,8 @@ pub struct RepetitionDetector {
     scanned: u64,
     /// The anchors of the batch being read.
     pending: Vec<(u64, u64, bool)>,
+    /// The last sighting of each anchor key's slot: [`SLOTS`] of them, made at the first anchor
+    /// (most replies a gateway watches are too short to have one).
     anchors: Box<[(u64, u64)]>,
     candidates: [Candidate; CANDIDATES],
     /// Line structure: code fences and table rows.
@@ -141,7 +143,7 @@ impl RepetitionDetector {
             gear: 0,
             scanned: 0,
             pending: Vec::new(),
-            anchors: vec![(0, 0); SLOTS].into_boxed_slice(),
+            anchors: Box::default(),
             candidates: [Candidate::default(); CANDIDATES],
             lines: LineState::default(),
             fired: false,
@@ -246,6 +248,9 @@ impl RepetitionDetector {
     /// An anchor chunk ending at `position` (at a block's end, or by its content): proposes the
     /// period since its last sighting.
     fn anchor(&mut self, key: u64, position: u64, block_end: bool) {
+        if self.anchors.is_empty() {
+            self.anchors = vec![(0, 0); SLOTS].into_boxed_slice();
+        }
         let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize;
         let (last_key, last_position) = self.anchors[slot];
         self.anchors[slot] = (key, position);
