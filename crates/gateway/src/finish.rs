@@ -35,9 +35,11 @@ impl Gateway {
             None => reader,
         };
         let upstream = Box::pin(response.bytes_stream());
-        let start = (upstream, Some((reader, done, Arc::clone(self))), 0_usize);
+        // What the relay carries from piece to piece is boxed, and the stores' futures of its
+        // last piece too: each piece's future is built anew and moved whole.
+        let start = (upstream, Some(Box::new((reader, done, Arc::clone(self)))), 0_usize);
         let events = futures_util::stream::unfold(start, |(mut upstream, open, relayed)| async move {
-            let (mut reader, done, gateway) = open?;
+            let mut open = open?;
             if relayed == 1 {
                 // The first piece leaves before the next is read: hyper writes what the body
                 // gave only once the body waits, and an upstream's events that came in one read
@@ -48,37 +50,38 @@ impl Gateway {
             let relayed = relayed + 1;
             match futures_util::StreamExt::next(&mut upstream).await {
                 Some(Ok(bytes)) => {
-                    reader.feed(&bytes);
-                    if let Some((end, received)) = reader.cut() {
+                    open.0.feed(&bytes);
+                    if let Some((end, received)) = open.0.cut() {
                         // The reply repeats itself (B14): the client gets what arrived and an
                         // end as by the output limit; the upstream's body is dropped here, so
                         // the model stops generating.
-                        gateway.cut(done, received).await;
+                        let (_, done, gateway) = *open;
+                        Box::pin(gateway.cut(done, received)).await;
                         let mut out = bytes.to_vec();
                         out.extend_from_slice(end.as_bytes());
                         return Some((Ok(Bytes::from(out)), (upstream, None, relayed)));
                     }
-                    if !reader.is_done() {
-                        return Some((
-                            Ok::<Bytes, std::io::Error>(bytes),
-                            (upstream, Some((reader, done, gateway)), relayed),
-                        ));
+                    if !open.0.is_done() {
+                        return Some((Ok::<Bytes, std::io::Error>(bytes), (upstream, Some(open), relayed)));
                     }
                     // The terminal event: the conversation is saved (or its save begun, see
                     // `write_behind`) before the client sees it, so its next request finds it.
-                    gateway.complete(reader, done).await;
+                    let (reader, done, gateway) = *open;
+                    Box::pin(gateway.complete(reader, done)).await;
                     Some((Ok(bytes), (upstream, None, relayed)))
                 }
                 Some(Err(e)) => {
+                    let (_, done, gateway) = *open;
                     let api = done.api;
-                    gateway.save(Save::state_only(done)).await;
+                    Box::pin(gateway.save(Save::state_only(done))).await;
                     Some((
                         Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
                         (upstream, None, relayed),
                     ))
                 }
                 None => {
-                    gateway.complete(reader, done).await;
+                    let (reader, done, gateway) = *open;
+                    Box::pin(gateway.complete(reader, done)).await;
                     None
                 }
             }

@@ -92,10 +92,13 @@ impl Gateway {
         if self.write_behind.after_answer() {
             let ticket = self.write_behind.begin(&save.state.id, save.keys());
             let gateway = Arc::clone(self);
+            // The task is kept small (the save and the store's futures boxed): spawning copies
+            // it whole, on the answer's path.
+            let save = Box::new(save);
             self.write_behind.spawn(async move {
                 gateway.remember(&save);
                 let _turn = ticket.turn().await;
-                gateway.persist(save).await;
+                Box::pin(gateway.persist(*save)).await;
                 drop(ticket);
             });
         } else {
