@@ -27,6 +27,9 @@ pub struct Reader {
     degenerated: Option<Degenerated>,
     /// What the stream showed so far, for the events that end it early.
     so_far: StreamSoFar,
+    /// The last event (name, data), not read by `so_far` yet: it is read one event late (or
+    /// when the end is asked for), so a piece's bytes leave without waiting for that parse.
+    unobserved: Option<(String, String)>,
 }
 
 /// The most an event may hold before the stream is taken for broken (the largest real ones,
@@ -69,6 +72,7 @@ impl Reader {
             watch: None,
             degenerated: None,
             so_far: StreamSoFar::default(),
+            unobserved: None,
         }
     }
 
@@ -87,10 +91,18 @@ impl Reader {
 
     /// For a reply that degenerated: the events that end its stream now, and the reply the
     /// client has (its text as received, its calls dropped, as the end says).
-    pub fn cut(&self) -> Option<(String, Message)> {
+    pub fn cut(&mut self) -> Option<(String, Message)> {
         self.degenerated?;
+        self.observe_unobserved();
         let text = Some(self.so_far.text.clone()).filter(|t| !t.is_empty());
         Some((self.so_far.end(self.api), Message::assistant_with_calls(text, Vec::new())))
+    }
+
+    /// Lets `so_far` read the event it has not read yet.
+    fn observe_unobserved(&mut self) {
+        if let Some((name, data)) = self.unobserved.take() {
+            self.so_far.observe(self.api, &name, &data);
+        }
     }
 
     /// The deltas of one event: the text the client receives, read by the watch.
@@ -148,8 +160,10 @@ impl Reader {
                 continue;
             }
             let data = data.join("\n");
-            self.so_far.observe(self.api, &name, &data);
-            match self.parser.get().event(&name, &data) {
+            self.observe_unobserved();
+            let step = self.parser.get().event(&name, &data);
+            self.unobserved = Some((name, data));
+            match step {
                 Step::Done(result) => self.done = Some(result.map_err(|e| e.to_string())),
                 Step::Continue(deltas) => self.deltas(deltas),
             }
@@ -239,6 +253,70 @@ mod tests {
         }
         assert!(reader.is_done());
         assert!(reader.finish().unwrap_err().contains("MiB"), "an error, the buffer dropped");
+    }
+
+    /// A watch that finds the reply degenerate at the text `STOP`.
+    struct StopWord;
+
+    impl ReplyWatch for StopWord {
+        fn text(&mut self, delta: &str) -> Option<Degenerated> {
+            delta.contains("STOP").then_some(Degenerated {
+                part: looprail_loop_core::watch::WatchedPart::Text,
+                keep: 0,
+                period: 4,
+                repeats: 2,
+            })
+        }
+
+        fn arguments(&mut self, _index: usize, _delta: &str) -> Option<Degenerated> {
+            None
+        }
+    }
+
+    /// The end a stream gets when it is cut at its `at`-th event (each event its own piece).
+    fn end_when_cut(api: Api, events: &[&str], at: usize) -> String {
+        let mut reader = Reader::new(api, "m").with_watch(Box::new(StopWord));
+        for event in &events[..=at] {
+            assert!(reader.cut().is_none(), "not cut before its stop word");
+            reader.feed(event.as_bytes());
+        }
+        reader.cut().expect("cut at the stop word").0
+    }
+
+    #[test]
+    fn a_cut_streams_end_names_what_every_event_before_it_and_its_own_showed() {
+        // The events are read for the end one event late: a cut reads the ones not read yet.
+        let openai = [
+            "data: {\"id\":\"chatcmpl-7\",\"created\":42,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"STOP\"}}]}\n\n",
+            "data: {\"id\":\"chatcmpl-7\",\"created\":42,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a STOP\"}}]}\n\n",
+        ];
+        for at in [0, 1] {
+            let end = end_when_cut(Api::OpenAi, &openai[at..], 0);
+            assert!(end.contains("\"id\":\"chatcmpl-7\"") && end.contains("\"model\":\"gpt-x\""), "{end}");
+            assert!(end.contains("\"created\":42") && end.contains("\"finish_reason\":\"length\""), "{end}");
+        }
+        let end = end_when_cut(Api::OpenAi, &[openai[0].replace("STOP", "go").as_str(), openai[1]], 1);
+        assert!(end.contains("\"id\":\"chatcmpl-7\"") && end.contains("\"created\":42"), "{end}");
+        let anthropic = [
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_7\",\"model\":\"c\",\"usage\":{\"input_tokens\":5}}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"text_delta\",\"text\":\"STOP\"}}\n\n",
+        ];
+        let end = end_when_cut(Api::Anthropic, &anthropic, 2);
+        assert!(
+            end.starts_with("event: content_block_stop\ndata: {\"index\":3,"),
+            "the open block is closed: {end}"
+        );
+        let responses = [
+            "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_7\",\"object\":\"response\"}}\n\n",
+            "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"id\":\"msg_9\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[]}}\n\n",
+            "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":2,\"item_id\":\"msg_9\",\"delta\":\"STOP\"}\n\n",
+        ];
+        let end = end_when_cut(Api::Responses, &responses, 2);
+        assert!(
+            end.contains("\"resp_7\"") && end.contains("\"msg_9\"") && end.contains("\"sequence_number\":3"),
+            "{end}"
+        );
     }
 
     /// What a whole stream reads as: its reply, or its error, as text.
