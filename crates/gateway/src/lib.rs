@@ -41,6 +41,7 @@
 pub mod compaction;
 pub mod conversation;
 mod finish;
+mod first_message;
 mod group_commit;
 mod http1_pool;
 pub mod http_client;
@@ -176,6 +177,8 @@ pub struct Gateway {
     compaction: Option<compaction::CompactionSettings>,
     on_store_error: StoreFailure,
     http: http_client::HttpClient,
+    /// First messages' identity fingerprints, by their bytes.
+    first_messages: first_message::FirstMessages,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<newest_kept::NewestKept<u64, String>>,
     /// Saves that run after their answers, and the states they wrote.
@@ -215,6 +218,7 @@ impl Gateway {
             compaction: config.compaction,
             on_store_error: config.on_store_error,
             http,
+            first_messages: first_message::FirstMessages::new(),
             recent: Mutex::new(newest_kept::NewestKept::new(RECENT_FINGERPRINTS)),
             write_behind,
             group_commit,

@@ -135,6 +135,22 @@ impl<'a> Request<'a> {
         self.wire[i].get().len()
     }
 
+    /// Wire message `i` as the client sent it.
+    pub fn raw(&self, i: usize) -> &'a str {
+        self.wire[i].get()
+    }
+
+    /// The API the request speaks.
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    /// Whether wire message `i` has been read into looprail messages.
+    #[cfg(test)]
+    pub(crate) fn is_converted(&self, i: usize) -> bool {
+        self.converted[i].is_some()
+    }
+
     /// Names of the tools the request declares.
     pub fn tool_names(&self) -> Vec<String> {
         let Some(tools) = self.tools else { return Vec::new() };

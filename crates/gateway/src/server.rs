@@ -152,7 +152,7 @@ impl Gateway {
     ) -> Result<Done, Unprepared> {
         let len = request.len();
         let tools = request.tool_names();
-        let first = if request.is_empty() { None } else { Some(request.identity_hash(0)?) };
+        let first = if request.is_empty() { None } else { Some(self.first_messages.identity_hash(request)?) };
         let system = request.system_text();
         let head = identity::head(api.name(), &tools, &system, first);
         let last = if len == 0 { None } else { Some(request.identity_hash(len - 1)?) };

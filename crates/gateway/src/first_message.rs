@@ -1,0 +1,95 @@
+//! The first message's identity fingerprint, remembered by the bytes it came as.
+//!
+//! Every request of a conversation carries the same first message (an agent's system prompt
+//! or its task, often tens of kilobytes), and one agent's conversations mostly share it.
+//! Fingerprinting it means reading it into a message and hashing its normalised text, a few
+//! nanoseconds per character; hashing its bytes costs a fraction of that. So the fingerprint is
+//! kept under a hash of the API and the bytes. That hash is keyed at random per process (std's
+//! SipHash), so no client can make its first message take the fingerprint of another's.
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Mutex;
+
+use crate::newest_kept::NewestKept;
+use crate::request::Request;
+
+/// How many first messages' fingerprints are kept.
+const KEPT: usize = 1024;
+
+/// First messages' fingerprints, by their bytes.
+pub(crate) struct FirstMessages {
+    key: RandomState,
+    known: Mutex<NewestKept<u64, u64>>,
+}
+
+impl FirstMessages {
+    /// None known yet.
+    pub(crate) fn new() -> Self {
+        Self { key: RandomState::new(), known: Mutex::new(NewestKept::new(KEPT)) }
+    }
+
+    /// The identity fingerprint of `request`'s first message (which it must have):
+    /// [`Request::identity_hash`]`(0)`, read only when these bytes were not seen before.
+    pub(crate) fn identity_hash(&self, request: &mut Request<'_>) -> Result<u64, String> {
+        let bytes = self.key.hash_one((request.api().name(), request.raw(0)));
+        if let Some(hash) = self.known.lock().ok().and_then(|known| known.get(&bytes).copied()) {
+            return Ok(hash);
+        }
+        let hash = request.identity_hash(0)?;
+        if let Ok(mut known) = self.known.lock() {
+            known.keep(bytes, hash);
+        }
+        Ok(hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Api;
+
+    fn body(api: Api, first: &str) -> Vec<u8> {
+        let first = serde_json::json!({"role": "user", "content": first});
+        let mut body =
+            serde_json::json!({"model": "m", "messages": [first, {"role": "assistant", "content": "ok"}]});
+        if api == Api::Responses {
+            body = serde_json::json!({"model": "m", "input": body["messages"].clone()});
+        }
+        body.to_string().into_bytes()
+    }
+
+    #[test]
+    fn a_first_message_seen_before_is_not_read_again_and_the_api_keeps_its_own() {
+        let first = FirstMessages::new();
+        let sent = body(Api::OpenAi, "Fix the build, then run the tests.");
+        let mut once = Request::parse(Api::OpenAi, &sent).unwrap();
+        let hash = first.identity_hash(&mut once).unwrap();
+        assert!(once.is_converted(0), "read the first time");
+        let mut again = Request::parse(Api::OpenAi, &sent).unwrap();
+        assert_eq!(first.identity_hash(&mut again).unwrap(), hash);
+        assert!(!again.is_converted(0), "known by its bytes the second time");
+        // The same bytes on another API are that API's message, read anew.
+        let mut other = Request::parse(Api::Anthropic, &sent).unwrap();
+        let direct = Request::parse(Api::Anthropic, &sent).unwrap().identity_hash(0).unwrap();
+        assert_eq!(first.identity_hash(&mut other).unwrap(), direct);
+        assert!(other.is_converted(0));
+    }
+
+    proptest::proptest! {
+        /// Remembered or read, the fingerprint is the one reading the message gives, on every
+        /// API, for any text.
+        #[test]
+        fn a_remembered_fingerprint_is_the_one_reading_gives(
+            texts in proptest::collection::vec("[a-c \\n\"\\\\é]{0,12}", 1..6),
+            api in proptest::sample::select(vec![Api::OpenAi, Api::Anthropic, Api::Responses]),
+        ) {
+            let first = FirstMessages::new();
+            for text in texts.iter().chain(texts.iter()) {
+                let sent = body(api, text);
+                let direct = Request::parse(api, &sent).unwrap().identity_hash(0).unwrap();
+                let mut request = Request::parse(api, &sent).unwrap();
+                proptest::prop_assert_eq!(first.identity_hash(&mut request).unwrap(), direct);
+            }
+        }
+    }
+}
