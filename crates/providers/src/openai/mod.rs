@@ -1,5 +1,6 @@
 //! The OpenAI Chat Completions client (also OpenAI-compatible servers: vLLM, Ollama, OpenRouter).
 
+mod chunk;
 mod wire;
 
 pub use wire::{ChunkParser, parse_response, request_body, stop_reason};

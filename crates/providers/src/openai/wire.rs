@@ -7,6 +7,9 @@ use looprail_loop_core::provider::{
 use looprail_loop_core::tool::ToolChoice;
 use serde_json::{Map, Value, json};
 
+use std::borrow::Cow;
+
+use super::chunk::ChunkFields;
 use crate::assemble::ToolCallAssembler;
 use crate::config::MaxTokensField;
 use crate::http::stream_error;
@@ -127,7 +130,7 @@ fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ProviderErrorKind::MalformedResponse, message)
 }
 
-fn arguments_text(value: Option<&Value>) -> String {
+pub(super) fn arguments_text(value: Option<&Value>) -> String {
     match value {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
@@ -220,6 +223,10 @@ impl ChunkParser {
         if data.trim() == "[DONE]" {
             return Step::Done(Ok(self.response()));
         }
+        // The usual chunk (a token, a call's fragment, the finish) is read without a JSON tree.
+        if let Some(fields) = ChunkFields::read(data) {
+            return self.apply(fields);
+        }
         let value: Value = match serde_json::from_str(data) {
             Ok(value) => value,
             Err(e) => return Step::Done(Err(malformed(format!("a stream chunk is not JSON ({e})")))),
@@ -227,43 +234,41 @@ impl ChunkParser {
         if value.get("error").is_some_and(|e| !e.is_null()) {
             return Step::Done(Err(stream_error(&value)));
         }
-        if let Some(model) = value.get("model").and_then(Value::as_str) {
-            self.model = model.to_owned();
-        }
-        if self.id.is_none() {
-            self.id = value.get("id").and_then(Value::as_str).map(str::to_owned);
-        }
         if let Some(usage) = usage(&value) {
             self.usage = Some(usage);
         }
+        self.apply(ChunkFields::of_value(&value))
+    }
+
+    /// Applies what one chunk says.
+    fn apply(&mut self, chunk: ChunkFields<'_>) -> Step {
+        if let Some(model) = chunk.model {
+            self.model = model.into_owned();
+        }
+        if self.id.is_none() {
+            self.id = chunk.id.map(Cow::into_owned);
+        }
         let mut out = Vec::new();
-        let choices = value.get("choices").and_then(Value::as_array);
-        for choice in
-            choices.into_iter().flatten().filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
-        {
-            let delta = choice.get("delta").unwrap_or(&Value::Null);
-            if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                self.text.push_str(text);
-                out.push(StreamEvent::TextDelta(text.to_owned()));
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(text) = choice.content.filter(|t| !t.is_empty()) {
+                self.text.push_str(&text);
+                out.push(StreamEvent::TextDelta(text.into_owned()));
             }
-            if let Some(refusal) = delta.get("refusal").and_then(Value::as_str) {
-                self.refusal.push_str(refusal);
+            if let Some(refusal) = choice.refusal {
+                self.refusal.push_str(&refusal);
             }
-            for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                let id = call.get("id").and_then(Value::as_str);
-                let name = call.pointer("/function/name").and_then(Value::as_str);
-                let arguments = arguments_text(call.pointer("/function/arguments"));
-                self.calls.push(index, id, name, &arguments);
+            for call in choice.calls {
+                let index = call.index as usize;
+                self.calls.push(index, call.id.as_deref(), call.name.as_deref(), &call.arguments);
                 out.push(StreamEvent::ToolCallDelta {
                     index,
-                    id: id.map(str::to_owned),
-                    name: name.map(str::to_owned),
-                    arguments,
+                    id: call.id.map(Cow::into_owned),
+                    name: call.name.map(Cow::into_owned),
+                    arguments: call.arguments,
                 });
             }
-            if let Some(finish) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish = Some(finish.to_owned());
+            if let Some(finish) = choice.finish {
+                self.finish = Some(finish.into_owned());
             }
         }
         Step::Continue(out)

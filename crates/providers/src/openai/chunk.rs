@@ -1,0 +1,457 @@
+//! What one Chat Completions stream chunk says, read either way: straight from its text
+//! ([`ChunkFields::read`]: no JSON tree, strings borrowed where they hold no escape) or from
+//! a parsed [`Value`] ([`ChunkFields::of_value`]). A stream is mostly chunks of one token, so
+//! the first way is the usual one; it takes only the shapes the API sends, and anything else
+//! (an error chunk, the usage chunk, a field of an unexpected type, a repeated key) is read
+//! the second way. Both give the same fields for any chunk the first one takes (a property
+//! test holds them to it).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+/// A chunk's fields the stream parser reads.
+#[derive(Debug, PartialEq, Default)]
+pub(super) struct ChunkFields<'a> {
+    pub(super) model: Option<Cow<'a, str>>,
+    pub(super) id: Option<Cow<'a, str>>,
+    pub(super) choices: Vec<ChoiceFields<'a>>,
+}
+
+/// One choice of a chunk.
+#[derive(Debug, PartialEq, Default)]
+pub(super) struct ChoiceFields<'a> {
+    pub(super) index: u64,
+    pub(super) content: Option<Cow<'a, str>>,
+    pub(super) refusal: Option<Cow<'a, str>>,
+    pub(super) calls: Vec<CallFields<'a>>,
+    pub(super) finish: Option<Cow<'a, str>>,
+}
+
+/// One tool call fragment of a choice.
+#[derive(Debug, PartialEq, Default)]
+pub(super) struct CallFields<'a> {
+    pub(super) index: u64,
+    pub(super) id: Option<Cow<'a, str>>,
+    pub(super) name: Option<Cow<'a, str>>,
+    pub(super) arguments: String,
+}
+
+impl<'a> ChunkFields<'a> {
+    /// The chunk read from its text, when it has the usual shape (see the module docs): no
+    /// error, no usage object.
+    pub(super) fn read(data: &'a str) -> Option<Self> {
+        let chunk: Object<Chunk<'a>> = serde_json::from_str(data).ok()?;
+        let chunk = chunk.0;
+        if chunk.error.is_some() || chunk.usage.as_ref().is_some_and(|u| matches!(u, Loose::Object)) {
+            return None;
+        }
+        let choices = chunk.choices.unwrap_or_default().into_iter().map(|c| c.0.fields()).collect();
+        Some(Self { model: chunk.model.and_then(Loose::text), id: chunk.id.and_then(Loose::text), choices })
+    }
+
+    /// The chunk read from its JSON value.
+    pub(super) fn of_value(value: &'a Value) -> Self {
+        let text = |v: Option<&'a Value>| v.and_then(Value::as_str).map(Cow::Borrowed);
+        let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+        let choices = value.get("choices").and_then(Value::as_array);
+        let choices = choices.into_iter().flatten().map(|choice| {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            let calls = delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten();
+            ChoiceFields {
+                index: number(choice.get("index")),
+                content: text(delta.get("content")),
+                refusal: text(delta.get("refusal")),
+                calls: calls
+                    .map(|call| CallFields {
+                        index: number(call.get("index")),
+                        id: text(call.get("id")),
+                        name: text(call.pointer("/function/name")),
+                        arguments: super::wire::arguments_text(call.pointer("/function/arguments")),
+                    })
+                    .collect(),
+                finish: text(choice.get("finish_reason")),
+            }
+        });
+        Self { model: text(value.get("model")), id: text(value.get("id")), choices: choices.collect() }
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    usage: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    model: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    id: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<Object<Choice<'a>>>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    index: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    delta: Option<Object<Delta<'a>>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Loose<'a>>,
+}
+
+impl<'a> Choice<'a> {
+    fn fields(self) -> ChoiceFields<'a> {
+        let delta = self.delta.map(|d| d.0).unwrap_or_default();
+        ChoiceFields {
+            index: self.index.and_then(Loose::number).unwrap_or(0),
+            content: delta.content.and_then(Loose::text),
+            refusal: delta.refusal.and_then(Loose::text),
+            calls: delta.tool_calls.unwrap_or_default().into_iter().map(|c| c.0.fields()).collect(),
+            finish: self.finish_reason.and_then(Loose::text),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct Delta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    refusal: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<Object<Call<'a>>>>,
+}
+
+#[derive(Deserialize)]
+struct Call<'a> {
+    #[serde(borrow, default)]
+    index: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    id: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    function: Option<Object<Function<'a>>>,
+}
+
+impl<'a> Call<'a> {
+    fn fields(self) -> CallFields<'a> {
+        let function = self.function.map(|f| f.0);
+        let (name, arguments) = function.map_or((None, Arguments::Absent), |f| (f.name, f.arguments));
+        CallFields {
+            index: self.index.and_then(Loose::number).unwrap_or(0),
+            id: self.id.and_then(Loose::text),
+            name: name.and_then(Loose::text),
+            arguments: arguments.text(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(borrow, default)]
+    name: Option<Loose<'a>>,
+    #[serde(borrow, default)]
+    arguments: Arguments<'a>,
+}
+
+/// A value of a JSON object only: an array (which a derived struct would also take, field by
+/// field) or any other kind fails.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Only<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<T, M::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(Only(std::marker::PhantomData)).map(Object)
+    }
+}
+
+/// Any JSON value, kept only as far as a `Value`'s `as_str` and `as_u64` would read it.
+enum Loose<'a> {
+    Text(Cow<'a, str>),
+    Number(u64),
+    Object,
+    Other,
+}
+
+impl<'a> Loose<'a> {
+    fn text(self) -> Option<Cow<'a, str>> {
+        match self {
+            Loose::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn number(self) -> Option<u64> {
+        match self {
+            Loose::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Loose<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Any<'a>(std::marker::PhantomData<Loose<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for Any<'a> {
+            type Value = Loose<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Loose<'a>, E> {
+                Ok(Loose::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Loose<'a>, E> {
+                Ok(Loose::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Loose<'a>, E> {
+                Ok(Loose::Text(Cow::Owned(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Loose<'a>, E> {
+                Ok(Loose::Number(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Loose<'a>, E> {
+                Ok(u64::try_from(v).map_or(Loose::Other, Loose::Number))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Loose<'a>, E> {
+                Ok(Loose::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Loose<'a>, E> {
+                Ok(Loose::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Loose<'a>, E> {
+                Ok(Loose::Other)
+            }
+            fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Loose<'a>, S::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Loose::Other)
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Loose<'a>, M::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Loose::Object)
+            }
+        }
+        deserializer.deserialize_any(Any(std::marker::PhantomData))
+    }
+}
+
+/// A call's `arguments`: text as it is, null or none as no text, any other value as its JSON
+/// (as `arguments_text` reads a `Value`).
+#[derive(Default)]
+enum Arguments<'a> {
+    #[default]
+    Absent,
+    Text(Cow<'a, str>),
+    Json(Value),
+}
+
+impl Arguments<'_> {
+    fn text(self) -> String {
+        match self {
+            Arguments::Absent => String::new(),
+            Arguments::Text(text) => text.into_owned(),
+            Arguments::Json(value) => super::wire::arguments_text(Some(&value)),
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Any<'a>(std::marker::PhantomData<Arguments<'a>>);
+        fn json<T: Into<Value>>(v: T) -> Arguments<'static> {
+            Arguments::Json(v.into())
+        }
+        fn whole<'de, T: DeserializeOwned, D: serde::Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+            T::deserialize(d)
+        }
+        impl<'de: 'a, 'a> Visitor<'de> for Any<'a> {
+            type Value = Arguments<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Arguments<'a>, E> {
+                Ok(Arguments::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Arguments<'a>, E> {
+                Ok(Arguments::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Arguments<'a>, E> {
+                Ok(Arguments::Text(Cow::Owned(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Arguments<'a>, E> {
+                Ok(json(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Arguments<'a>, E> {
+                Ok(json(v))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Arguments<'a>, E> {
+                Ok(json(v))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Arguments<'a>, E> {
+                Ok(json(v))
+            }
+            fn visit_unit<E>(self) -> Result<Arguments<'a>, E> {
+                Ok(Arguments::Absent)
+            }
+            fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<Arguments<'a>, S::Error> {
+                whole::<Value, _>(SeqAccessDeserializer::new(seq)).map(Arguments::Json)
+            }
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Arguments<'a>, M::Error> {
+                whole::<Value, _>(MapAccessDeserializer::new(map)).map(Arguments::Json)
+            }
+        }
+        deserializer.deserialize_any(Any(std::marker::PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::*;
+
+    #[test]
+    fn the_chunks_the_api_sends_are_read_without_a_tree_and_the_rest_are_not() {
+        let usual = [
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Hello \"world\"\n"},"finish_reason":null}],"usage":null}"#,
+            r#"{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"ls","arguments":""}}]}}]}"#,
+            r#"{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
+            r#"{"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ];
+        for data in usual {
+            let read = ChunkFields::read(data).unwrap_or_else(|| panic!("read without a tree: {data}"));
+            let value: Value = serde_json::from_str(data).unwrap();
+            assert_eq!(read, ChunkFields::of_value(&value));
+        }
+        // Fields of other types read as a value reads them.
+        for odd in [
+            r#"{"choices":[{"index":-1,"delta":{"content":"x"}},{"index":1.0,"delta":{"content":7}}]}"#,
+            r#"{"model":{"name":"m"},"choices":[{"delta":{"tool_calls":[{"index":-2,"id":3,"function":{"name":null,"arguments":{"q":"x"}}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"ls","arguments":null}},{"function":{"arguments":[1,true]}}]}}]}"#,
+        ] {
+            let value: Value = serde_json::from_str(odd).unwrap();
+            assert_eq!(
+                ChunkFields::read(odd).expect("read without a tree"),
+                ChunkFields::of_value(&value),
+                "{odd}"
+            );
+        }
+        let read = ChunkFields::read(usual[1]).unwrap();
+        assert_eq!(read.choices[0].content.as_deref(), Some("Hello \"world\"\n"));
+        assert!(matches!(ChunkFields::read(usual[0]).unwrap().id, Some(Cow::Borrowed("chatcmpl-1"))));
+        for other in [
+            r#"{"error":{"message":"overloaded"}}"#,
+            r#"{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+            r#"{"id":"c","id":"d","choices":[]}"#,
+            r#"{"choices":[{"delta":["content"]}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":["ls","{}"]}]}}]}"#,
+            r#"[{"id":"c"}]"#,
+        ] {
+            assert!(ChunkFields::read(other).is_none(), "read as a value: {other}");
+        }
+    }
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (-3i64..4).prop_map(Value::from),
+            Just(json!(u64::MAX)),
+            Just(json!(1.5)),
+            "[a-c\"\\\\é\n ]{0,5}".prop_map(Value::from),
+            Just(json!([])),
+            Just(json!(["x", 1])),
+            Just(json!({"x": 1})),
+        ]
+    }
+
+    /// An object of the given keys, each present or not.
+    fn object(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> BoxedStrategy<Value> {
+        let fields: Vec<_> = fields
+            .into_iter()
+            .map(|(key, value)| proptest::option::of(value).prop_map(move |v| (key, v)))
+            .collect();
+        fields
+            .prop_map(|fields| {
+                let mut map = Map::new();
+                for (key, value) in fields {
+                    if let Some(value) = value {
+                        map.insert(key.to_owned(), value);
+                    }
+                }
+                Value::Object(map)
+            })
+            .boxed()
+    }
+
+    fn text_or_leaf() -> BoxedStrategy<Value> {
+        prop_oneof!["[a-z{}\":]{0,6}".prop_map(Value::from), leaf()].boxed()
+    }
+
+    fn chunk() -> BoxedStrategy<Value> {
+        let arguments = prop_oneof![text_or_leaf(), Just(json!({"q": "x", "n": [1, 2]}))].boxed();
+        let function = prop_oneof![object(vec![("name", text_or_leaf()), ("arguments", arguments)]), leaf()];
+        let call = prop_oneof![
+            object(vec![
+                ("index", prop_oneof![(0u64..3).prop_map(Value::from), leaf()].boxed()),
+                ("id", text_or_leaf()),
+                ("type", Just(json!("function")).boxed()),
+                ("function", function.boxed()),
+            ]),
+            leaf(),
+        ];
+        let calls = prop_oneof![proptest::collection::vec(call, 0..3).prop_map(Value::from), leaf()];
+        let delta = prop_oneof![
+            object(vec![
+                ("content", text_or_leaf()),
+                ("refusal", text_or_leaf()),
+                ("tool_calls", calls.boxed())
+            ]),
+            leaf(),
+        ];
+        let choice = prop_oneof![
+            object(vec![
+                ("index", prop_oneof![(0u64..2).prop_map(Value::from), leaf()].boxed()),
+                ("delta", delta.boxed()),
+                ("finish_reason", text_or_leaf()),
+            ]),
+            leaf(),
+        ];
+        let choices = prop_oneof![proptest::collection::vec(choice, 0..3).prop_map(Value::from), leaf()];
+        object(vec![
+            ("id", text_or_leaf()),
+            ("model", text_or_leaf()),
+            ("choices", choices.boxed()),
+            ("error", leaf().boxed()),
+            ("usage", prop_oneof![Just(json!({"prompt_tokens": 1})), leaf()].boxed()),
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Whatever a chunk holds, a chunk read without a tree reads as its value does.
+        #[test]
+        fn a_chunk_read_without_a_tree_says_what_its_value_says(chunk in chunk()) {
+            let data = chunk.to_string();
+            if let Some(read) = ChunkFields::read(&data) {
+                prop_assert_eq!(read, ChunkFields::of_value(&chunk));
+            }
+        }
+    }
+}
