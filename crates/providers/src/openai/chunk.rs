@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// A chunk's fields the stream parser reads.
@@ -47,11 +47,11 @@ impl<'a> ChunkFields<'a> {
     pub(super) fn read(data: &'a str) -> Option<Self> {
         let chunk: Object<Chunk<'a>> = serde_json::from_str(data).ok()?;
         let chunk = chunk.0;
-        if chunk.error.is_some() || chunk.usage.as_ref().is_some_and(|u| matches!(u, Loose::Object)) {
+        if chunk.error.is_some() || chunk.usage.as_ref().is_some_and(Field::is_object) {
             return None;
         }
         let choices = chunk.choices.unwrap_or_default().into_iter().map(|c| c.0.fields()).collect();
-        Some(Self { model: chunk.model.and_then(Loose::text), id: chunk.id.and_then(Loose::text), choices })
+        Some(Self { model: chunk.model.and_then(Field::text), id: chunk.id.and_then(Field::text), choices })
     }
 
     /// The chunk read from its JSON value.
@@ -86,11 +86,11 @@ struct Chunk<'a> {
     #[serde(default)]
     error: Option<IgnoredAny>,
     #[serde(borrow, default)]
-    usage: Option<Loose<'a>>,
+    usage: Option<Field<'a>>,
     #[serde(borrow, default)]
-    model: Option<Loose<'a>>,
+    model: Option<Field<'a>>,
     #[serde(borrow, default)]
-    id: Option<Loose<'a>>,
+    id: Option<Field<'a>>,
     #[serde(borrow, default)]
     choices: Option<Vec<Object<Choice<'a>>>>,
 }
@@ -98,22 +98,22 @@ struct Chunk<'a> {
 #[derive(Deserialize)]
 struct Choice<'a> {
     #[serde(borrow, default)]
-    index: Option<Loose<'a>>,
+    index: Option<Field<'a>>,
     #[serde(borrow, default)]
     delta: Option<Object<Delta<'a>>>,
     #[serde(borrow, default)]
-    finish_reason: Option<Loose<'a>>,
+    finish_reason: Option<Field<'a>>,
 }
 
 impl<'a> Choice<'a> {
     fn fields(self) -> ChoiceFields<'a> {
         let delta = self.delta.map(|d| d.0).unwrap_or_default();
         ChoiceFields {
-            index: self.index.and_then(Loose::number).unwrap_or(0),
-            content: delta.content.and_then(Loose::text),
-            refusal: delta.refusal.and_then(Loose::text),
+            index: self.index.and_then(Field::number).unwrap_or(0),
+            content: delta.content.and_then(Field::text),
+            refusal: delta.refusal.and_then(Field::text),
             calls: delta.tool_calls.unwrap_or_default().into_iter().map(|c| c.0.fields()).collect(),
-            finish: self.finish_reason.and_then(Loose::text),
+            finish: self.finish_reason.and_then(Field::text),
         }
     }
 }
@@ -121,9 +121,9 @@ impl<'a> Choice<'a> {
 #[derive(Deserialize, Default)]
 struct Delta<'a> {
     #[serde(borrow, default)]
-    content: Option<Loose<'a>>,
+    content: Option<Field<'a>>,
     #[serde(borrow, default)]
-    refusal: Option<Loose<'a>>,
+    refusal: Option<Field<'a>>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<Object<Call<'a>>>>,
 }
@@ -131,9 +131,9 @@ struct Delta<'a> {
 #[derive(Deserialize)]
 struct Call<'a> {
     #[serde(borrow, default)]
-    index: Option<Loose<'a>>,
+    index: Option<Field<'a>>,
     #[serde(borrow, default)]
-    id: Option<Loose<'a>>,
+    id: Option<Field<'a>>,
     #[serde(borrow, default)]
     function: Option<Object<Function<'a>>>,
 }
@@ -141,12 +141,12 @@ struct Call<'a> {
 impl<'a> Call<'a> {
     fn fields(self) -> CallFields<'a> {
         let function = self.function.map(|f| f.0);
-        let (name, arguments) = function.map_or((None, Arguments::Absent), |f| (f.name, f.arguments));
+        let (name, arguments) = function.map_or((None, None), |f| (f.name, f.arguments));
         CallFields {
-            index: self.index.and_then(Loose::number).unwrap_or(0),
-            id: self.id.and_then(Loose::text),
-            name: name.and_then(Loose::text),
-            arguments: arguments.text(),
+            index: self.index.and_then(Field::number).unwrap_or(0),
+            id: self.id.and_then(Field::text),
+            name: name.and_then(Field::text),
+            arguments: Field::arguments(arguments),
         }
     }
 }
@@ -154,9 +154,9 @@ impl<'a> Call<'a> {
 #[derive(Deserialize)]
 struct Function<'a> {
     #[serde(borrow, default)]
-    name: Option<Loose<'a>>,
+    name: Option<Field<'a>>,
     #[serde(borrow, default)]
-    arguments: Arguments<'a>,
+    arguments: Option<Field<'a>>,
 }
 
 /// A value of a JSON object only: an array (which a derived struct would also take, field by
@@ -179,138 +179,79 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
-/// Any JSON value, kept only as far as a `Value`'s `as_str` and `as_u64` would read it.
-enum Loose<'a> {
+/// Any JSON value: text borrowed where it holds no escape, any other kind as its `Value`, so
+/// it reads as a `Value` would (`as_str`, `as_u64`, `arguments_text`).
+enum Field<'a> {
     Text(Cow<'a, str>),
-    Number(u64),
-    Object,
-    Other,
+    Json(Value),
 }
 
-impl<'a> Loose<'a> {
+impl<'a> Field<'a> {
     fn text(self) -> Option<Cow<'a, str>> {
         match self {
-            Loose::Text(text) => Some(text),
-            _ => None,
+            Field::Text(text) => Some(text),
+            Field::Json(_) => None,
         }
     }
 
     fn number(self) -> Option<u64> {
         match self {
-            Loose::Number(n) => Some(n),
-            _ => None,
+            Field::Json(value) => value.as_u64(),
+            Field::Text(_) => None,
+        }
+    }
+
+    fn is_object(&self) -> bool {
+        matches!(self, Field::Json(Value::Object(_)))
+    }
+
+    /// A call's arguments from its `arguments` field (`None`: absent or null).
+    fn arguments(field: Option<Self>) -> String {
+        match field {
+            None => String::new(),
+            Some(Field::Text(text)) => text.into_owned(),
+            Some(Field::Json(value)) => super::wire::arguments_text(Some(&value)),
         }
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Loose<'a> {
+impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Any<'a>(std::marker::PhantomData<Loose<'a>>);
+        struct Any<'a>(std::marker::PhantomData<Field<'a>>);
         impl<'de: 'a, 'a> Visitor<'de> for Any<'a> {
-            type Value = Loose<'a>;
+            type Value = Field<'a>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Loose<'a>, E> {
-                Ok(Loose::Text(Cow::Borrowed(v)))
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Field<'a>, E> {
+                Ok(Field::Text(Cow::Borrowed(v)))
             }
-            fn visit_str<E>(self, v: &str) -> Result<Loose<'a>, E> {
-                Ok(Loose::Text(Cow::Owned(v.to_owned())))
+            fn visit_str<E>(self, v: &str) -> Result<Field<'a>, E> {
+                Ok(Field::Text(Cow::Owned(v.to_owned())))
             }
-            fn visit_string<E>(self, v: String) -> Result<Loose<'a>, E> {
-                Ok(Loose::Text(Cow::Owned(v)))
+            fn visit_string<E>(self, v: String) -> Result<Field<'a>, E> {
+                Ok(Field::Text(Cow::Owned(v)))
             }
-            fn visit_u64<E>(self, v: u64) -> Result<Loose<'a>, E> {
-                Ok(Loose::Number(v))
+            fn visit_u64<E>(self, v: u64) -> Result<Field<'a>, E> {
+                Ok(Field::Json(v.into()))
             }
-            fn visit_i64<E>(self, v: i64) -> Result<Loose<'a>, E> {
-                Ok(u64::try_from(v).map_or(Loose::Other, Loose::Number))
+            fn visit_i64<E>(self, v: i64) -> Result<Field<'a>, E> {
+                Ok(Field::Json(v.into()))
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Loose<'a>, E> {
-                Ok(Loose::Other)
+            fn visit_f64<E>(self, v: f64) -> Result<Field<'a>, E> {
+                Ok(Field::Json(v.into()))
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Loose<'a>, E> {
-                Ok(Loose::Other)
+            fn visit_bool<E>(self, v: bool) -> Result<Field<'a>, E> {
+                Ok(Field::Json(v.into()))
             }
-            fn visit_unit<E>(self) -> Result<Loose<'a>, E> {
-                Ok(Loose::Other)
+            fn visit_unit<E>(self) -> Result<Field<'a>, E> {
+                Ok(Field::Json(Value::Null))
             }
-            fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Loose<'a>, S::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Loose::Other)
+            fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<Field<'a>, S::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(seq)).map(Field::Json)
             }
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Loose<'a>, M::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Loose::Object)
-            }
-        }
-        deserializer.deserialize_any(Any(std::marker::PhantomData))
-    }
-}
-
-/// A call's `arguments`: text as it is, null or none as no text, any other value as its JSON
-/// (as `arguments_text` reads a `Value`).
-#[derive(Default)]
-enum Arguments<'a> {
-    #[default]
-    Absent,
-    Text(Cow<'a, str>),
-    Json(Value),
-}
-
-impl Arguments<'_> {
-    fn text(self) -> String {
-        match self {
-            Arguments::Absent => String::new(),
-            Arguments::Text(text) => text.into_owned(),
-            Arguments::Json(value) => super::wire::arguments_text(Some(&value)),
-        }
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Any<'a>(std::marker::PhantomData<Arguments<'a>>);
-        fn json<T: Into<Value>>(v: T) -> Arguments<'static> {
-            Arguments::Json(v.into())
-        }
-        fn whole<'de, T: DeserializeOwned, D: serde::Deserializer<'de>>(d: D) -> Result<T, D::Error> {
-            T::deserialize(d)
-        }
-        impl<'de: 'a, 'a> Visitor<'de> for Any<'a> {
-            type Value = Arguments<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Arguments<'a>, E> {
-                Ok(Arguments::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Arguments<'a>, E> {
-                Ok(Arguments::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Arguments<'a>, E> {
-                Ok(Arguments::Text(Cow::Owned(v)))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Arguments<'a>, E> {
-                Ok(json(v))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Arguments<'a>, E> {
-                Ok(json(v))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Arguments<'a>, E> {
-                Ok(json(v))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Arguments<'a>, E> {
-                Ok(json(v))
-            }
-            fn visit_unit<E>(self) -> Result<Arguments<'a>, E> {
-                Ok(Arguments::Absent)
-            }
-            fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<Arguments<'a>, S::Error> {
-                whole::<Value, _>(SeqAccessDeserializer::new(seq)).map(Arguments::Json)
-            }
-            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Arguments<'a>, M::Error> {
-                whole::<Value, _>(MapAccessDeserializer::new(map)).map(Arguments::Json)
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Field<'a>, M::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(Field::Json)
             }
         }
         deserializer.deserialize_any(Any(std::marker::PhantomData))
