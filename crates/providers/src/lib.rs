@@ -45,6 +45,7 @@ mod assemble;
 mod config;
 #[cfg(feature = "fake-server")]
 pub mod fake;
+mod fields;
 mod http;
 pub mod openai;
 mod record;

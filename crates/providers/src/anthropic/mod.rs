@@ -1,5 +1,6 @@
 //! The Anthropic Messages client.
 
+mod event;
 mod wire;
 
 pub use wire::{API_VERSION, EventParser, parse_response, request_body, stop_reason};

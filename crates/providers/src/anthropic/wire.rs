@@ -1,5 +1,6 @@
 //! The Anthropic Messages wire format: request bodies, responses and stream events.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use looprail_loop_core::message::{ContentPart, Message, Role, ToolCall, WireIds};
@@ -9,6 +10,7 @@ use looprail_loop_core::provider::{
 use looprail_loop_core::tool::ToolChoice;
 use serde_json::{Map, Value, json};
 
+use super::event::{EventFields, UsageFields};
 use crate::assemble::ToolCallAssembler;
 use crate::http::stream_error;
 use crate::sse::{SseParser, Step};
@@ -140,11 +142,11 @@ pub fn stop_reason(reason: Option<&str>, has_calls: bool) -> StopReason {
 /// Anthropic counts cache reads and writes apart from `input_tokens`; looprail's input count
 /// includes them (as OpenAI's does), so prices apply the same way to both.
 fn usage(u: &Value) -> Usage {
-    let n = |key: &str| u.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let (read, write) = (n("cache_read_input_tokens"), n("cache_creation_input_tokens"));
+    let counts = UsageFields::of_value(u);
+    let (read, write) = (counts.cache_read, counts.cache_write);
     Usage {
-        input_tokens: n("input_tokens") + read + write,
-        output_tokens: n("output_tokens"),
+        input_tokens: counts.input.unwrap_or(0) + read + write,
+        output_tokens: counts.output.unwrap_or(0),
         cache_read_tokens: read,
         cache_write_tokens: write,
         estimated_tokens: 0,
@@ -234,102 +236,106 @@ impl EventParser {
         }
     }
 
-    fn merge_usage(&mut self, u: &Value) {
-        let update = usage(u);
+    fn merge_usage(&mut self, counts: UsageFields) {
         let current = self.usage.get_or_insert_with(Usage::default);
         // message_delta repeats cumulative counts; a missing field keeps what was known.
-        if u.get("input_tokens").is_some() {
-            current.input_tokens = update.input_tokens;
-            current.cache_read_tokens = update.cache_read_tokens;
-            current.cache_write_tokens = update.cache_write_tokens;
+        if let Some(input) = counts.input {
+            current.input_tokens = input + counts.cache_read + counts.cache_write;
+            current.cache_read_tokens = counts.cache_read;
+            current.cache_write_tokens = counts.cache_write;
         }
-        if u.get("output_tokens").is_some() {
-            current.output_tokens = update.output_tokens;
+        if let Some(output) = counts.output {
+            current.output_tokens = output;
+        }
+    }
+
+    /// Applies what one event says.
+    fn apply(&mut self, event: EventFields<'_>) -> Step {
+        let index = event.index;
+        match &*event.kind {
+            "message_start" => {
+                if let Some(model) = event.message.model {
+                    self.model = model.into_owned();
+                }
+                self.id = event.message.id.map(Cow::into_owned);
+                if let Some(counts) = event.message.usage {
+                    self.merge_usage(counts);
+                }
+                Step::Continue(Vec::new())
+            }
+            "content_block_start" => match event.block.kind.as_deref() {
+                Some("tool_use") => {
+                    let (id, name) = (event.block.id.as_deref(), event.block.name.as_deref());
+                    self.tool_blocks.insert(index);
+                    self.calls.push(index, id, name, "");
+                    Step::Continue(vec![StreamEvent::ToolCallDelta {
+                        index,
+                        id: id.map(str::to_owned),
+                        name: name.map(str::to_owned),
+                        arguments: String::new(),
+                    }])
+                }
+                Some("text") => {
+                    let text = event.block.text.unwrap_or_default();
+                    self.text.push_str(&text);
+                    Step::Continue(if text.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![StreamEvent::TextDelta(text.into_owned())]
+                    })
+                }
+                _ => Step::Continue(Vec::new()),
+            },
+            "content_block_delta" => match event.delta.kind.as_deref() {
+                Some("text_delta") => {
+                    let text = event.delta.text.unwrap_or_default();
+                    self.text.push_str(&text);
+                    Step::Continue(vec![StreamEvent::TextDelta(text.into_owned())])
+                }
+                Some("input_json_delta") if self.tool_blocks.contains(&index) => {
+                    let part = event.delta.partial_json.unwrap_or_default();
+                    self.calls.push(index, None, None, &part);
+                    Step::Continue(vec![StreamEvent::ToolCallDelta {
+                        index,
+                        id: None,
+                        name: None,
+                        arguments: part.into_owned(),
+                    }])
+                }
+                _ => Step::Continue(Vec::new()),
+            },
+            "message_delta" => {
+                if let Some(stop) = event.delta.stop_reason {
+                    self.stop = Some(stop.into_owned());
+                }
+                if let Some(counts) = event.usage {
+                    self.merge_usage(counts);
+                }
+                Step::Continue(Vec::new())
+            }
+            "message_stop" => Step::Done(Ok(self.response())),
+            // ping, content_block_stop and event types added later carry nothing we need.
+            _ => Step::Continue(Vec::new()),
         }
     }
 }
 
 impl SseParser for EventParser {
     fn event(&mut self, name: &str, data: &str) -> Step {
+        // The usual event (a token, a call's fragment, the start, the stop) is read without a
+        // JSON tree.
+        if let Some(event) = EventFields::read(name, data) {
+            return self.apply(event);
+        }
         let value: Value = match serde_json::from_str(data) {
             Ok(value) => value,
             Err(e) => return Step::Done(Err(malformed(format!("a stream event is not JSON ({e})")))),
         };
-        let kind = value.get("type").and_then(Value::as_str).unwrap_or(name);
-        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-        match kind {
-            "message_start" => {
-                if let Some(model) = value.pointer("/message/model").and_then(Value::as_str) {
-                    self.model = model.to_owned();
-                }
-                self.id = value.pointer("/message/id").and_then(Value::as_str).map(str::to_owned);
-                if let Some(u) = value.pointer("/message/usage") {
-                    self.merge_usage(u);
-                }
-                Step::Continue(Vec::new())
-            }
-            "content_block_start" => {
-                let block = value.get("content_block").unwrap_or(&Value::Null);
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => {
-                        let id = block.get("id").and_then(Value::as_str);
-                        let name = block.get("name").and_then(Value::as_str);
-                        self.tool_blocks.insert(index);
-                        self.calls.push(index, id, name, "");
-                        Step::Continue(vec![StreamEvent::ToolCallDelta {
-                            index,
-                            id: id.map(str::to_owned),
-                            name: name.map(str::to_owned),
-                            arguments: String::new(),
-                        }])
-                    }
-                    Some("text") => {
-                        let text = block.get("text").and_then(Value::as_str).unwrap_or_default();
-                        self.text.push_str(text);
-                        Step::Continue(if text.is_empty() {
-                            Vec::new()
-                        } else {
-                            vec![StreamEvent::TextDelta(text.to_owned())]
-                        })
-                    }
-                    _ => Step::Continue(Vec::new()),
-                }
-            }
-            "content_block_delta" => {
-                let delta = value.get("delta").unwrap_or(&Value::Null);
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();
-                        self.text.push_str(text);
-                        Step::Continue(vec![StreamEvent::TextDelta(text.to_owned())])
-                    }
-                    Some("input_json_delta") if self.tool_blocks.contains(&index) => {
-                        let part = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
-                        self.calls.push(index, None, None, part);
-                        Step::Continue(vec![StreamEvent::ToolCallDelta {
-                            index,
-                            id: None,
-                            name: None,
-                            arguments: part.to_owned(),
-                        }])
-                    }
-                    _ => Step::Continue(Vec::new()),
-                }
-            }
-            "message_delta" => {
-                if let Some(stop) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop = Some(stop.to_owned());
-                }
-                if let Some(u) = value.get("usage") {
-                    self.merge_usage(u);
-                }
-                Step::Continue(Vec::new())
-            }
-            "message_stop" => Step::Done(Ok(self.response())),
-            "error" => Step::Done(Err(stream_error(&value))),
-            // ping, content_block_stop and event types added later carry nothing we need.
-            _ => Step::Continue(Vec::new()),
+        let event = EventFields::of_value(name, &value);
+        if event.kind == "error" {
+            return Step::Done(Err(stream_error(&value)));
         }
+        self.apply(event)
     }
 
     fn end_of_body(&mut self) -> Result<ModelResponse, ProviderError> {

@@ -7,12 +7,12 @@
 //! test holds them to it).
 
 use std::borrow::Cow;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::IgnoredAny;
 use serde_json::Value;
+
+use crate::fields::{Field, Object};
 
 /// A chunk's fields the stream parser reads.
 #[derive(Debug, PartialEq, Default)]
@@ -146,7 +146,7 @@ impl<'a> Call<'a> {
             index: self.index.and_then(Field::number).unwrap_or(0),
             id: self.id.and_then(Field::text),
             name: name.and_then(Field::text),
-            arguments: Field::arguments(arguments),
+            arguments: arguments_of(arguments),
         }
     }
 }
@@ -159,102 +159,12 @@ struct Function<'a> {
     arguments: Option<Field<'a>>,
 }
 
-/// A value of a JSON object only: an array (which a derived struct would also take, field by
-/// field) or any other kind fails.
-struct Object<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Only<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<T, M::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
-            }
-        }
-        deserializer.deserialize_map(Only(std::marker::PhantomData)).map(Object)
-    }
-}
-
-/// Any JSON value: text borrowed where it holds no escape, any other kind as its `Value`, so
-/// it reads as a `Value` would (`as_str`, `as_u64`, `arguments_text`).
-enum Field<'a> {
-    Text(Cow<'a, str>),
-    Json(Value),
-}
-
-impl<'a> Field<'a> {
-    fn text(self) -> Option<Cow<'a, str>> {
-        match self {
-            Field::Text(text) => Some(text),
-            Field::Json(_) => None,
-        }
-    }
-
-    fn number(self) -> Option<u64> {
-        match self {
-            Field::Json(value) => value.as_u64(),
-            Field::Text(_) => None,
-        }
-    }
-
-    fn is_object(&self) -> bool {
-        matches!(self, Field::Json(Value::Object(_)))
-    }
-
-    /// A call's arguments from its `arguments` field (`None`: absent or null).
-    fn arguments(field: Option<Self>) -> String {
-        match field {
-            None => String::new(),
-            Some(Field::Text(text)) => text.into_owned(),
-            Some(Field::Json(value)) => super::wire::arguments_text(Some(&value)),
-        }
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Any<'a>(std::marker::PhantomData<Field<'a>>);
-        impl<'de: 'a, 'a> Visitor<'de> for Any<'a> {
-            type Value = Field<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Field<'a>, E> {
-                Ok(Field::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Field<'a>, E> {
-                Ok(Field::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Field<'a>, E> {
-                Ok(Field::Text(Cow::Owned(v)))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Field<'a>, E> {
-                Ok(Field::Json(v.into()))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Field<'a>, E> {
-                Ok(Field::Json(v.into()))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Field<'a>, E> {
-                Ok(Field::Json(v.into()))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Field<'a>, E> {
-                Ok(Field::Json(v.into()))
-            }
-            fn visit_unit<E>(self) -> Result<Field<'a>, E> {
-                Ok(Field::Json(Value::Null))
-            }
-            fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<Field<'a>, S::Error> {
-                Value::deserialize(SeqAccessDeserializer::new(seq)).map(Field::Json)
-            }
-            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Field<'a>, M::Error> {
-                Value::deserialize(MapAccessDeserializer::new(map)).map(Field::Json)
-            }
-        }
-        deserializer.deserialize_any(Any(std::marker::PhantomData))
+/// A call's arguments from its `arguments` field (`None`: absent or null).
+fn arguments_of(field: Option<Field<'_>>) -> String {
+    match field {
+        None => String::new(),
+        Some(Field::Text(text)) => text.into_owned(),
+        Some(Field::Json(value)) => super::wire::arguments_text(Some(&value)),
     }
 }
 
