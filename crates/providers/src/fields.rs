@@ -1,7 +1,27 @@
-//! Reading a provider's JSON event straight from its text, without a `Value` tree: the
-//! pieces the stream readers' typed shapes are made of. A typed read takes only the shapes an
-//! API sends and gives way (`None`) to the `Value` path for anything else, so these read a
-//! leaf exactly as a `Value` would.
+//! Reading JSON straight from its text, without a `Value` tree: the pieces typed reads of an
+//! API's messages and events are made of (the stream parsers here, the gateway's request
+//! reader). Such a read takes only the shapes an API sends and gives way to a `Value` read for
+//! anything else, so these read each leaf exactly as a [`Value`] would: a field of another kind
+//! than expected is a [`Field::Json`], not an error, and an array is never taken for an object.
+//!
+//! ```
+//! use looprail_providers::fields::{Field, Maybe, Object};
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize)]
+//! struct Delta<'a> {
+//!     #[serde(borrow, default)]
+//!     text: Option<Field<'a>>,
+//!     #[serde(borrow, default)]
+//!     usage: Maybe<Field<'a>>,
+//! }
+//!
+//! let Object(delta) = serde_json::from_str::<Object<Delta>>(r#"{"text":"hi","usage":null}"#)?;
+//! assert_eq!(delta.text.and_then(Field::text).as_deref(), Some("hi"));
+//! assert!(matches!(delta.usage, Maybe::Present(Field::Json(serde_json::Value::Null))));
+//! assert!(serde_json::from_str::<Object<Delta>>(r#"["hi"]"#).is_err());
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 
 use std::borrow::Cow;
 use std::fmt;
@@ -11,9 +31,9 @@ use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-/// A value of a JSON object only: an array (which a derived struct would also take, field by
-/// field) or any other kind fails.
-pub(crate) struct Object<T>(pub(crate) T);
+/// A value of a JSON object only, read as `T`: an array (which a derived struct would also
+/// take, field by field) or any other kind fails.
+pub struct Object<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -32,8 +52,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 }
 
 /// Any JSON value: text borrowed where it holds no escape, any other kind as its `Value`, so
-/// it reads as a `Value` would (`as_str`, `as_u64`, `arguments_text`).
-pub(crate) enum Field<'a> {
+/// it reads as a `Value` would (`as_str`, `as_u64`, `as_bool`).
+pub enum Field<'a> {
     /// A string.
     Text(Cow<'a, str>),
     /// Any other kind of value.
@@ -42,7 +62,7 @@ pub(crate) enum Field<'a> {
 
 impl<'a> Field<'a> {
     /// The text, when it is a string.
-    pub(crate) fn text(self) -> Option<Cow<'a, str>> {
+    pub fn text(self) -> Option<Cow<'a, str>> {
         match self {
             Field::Text(text) => Some(text),
             Field::Json(_) => None,
@@ -50,16 +70,32 @@ impl<'a> Field<'a> {
     }
 
     /// The number, when it is one `Value::as_u64` reads.
-    pub(crate) fn number(self) -> Option<u64> {
+    pub fn number(self) -> Option<u64> {
         match self {
             Field::Json(value) => value.as_u64(),
             Field::Text(_) => None,
         }
     }
 
+    /// The boolean, when it is one.
+    pub fn boolean(self) -> Option<bool> {
+        match self {
+            Field::Json(value) => value.as_bool(),
+            Field::Text(_) => None,
+        }
+    }
+
     /// Whether it is an object.
-    pub(crate) fn is_object(&self) -> bool {
+    pub fn is_object(&self) -> bool {
         matches!(self, Field::Json(Value::Object(_)))
+    }
+
+    /// The value it is, as a `Value`.
+    pub fn into_value(self) -> Value {
+        match self {
+            Field::Text(text) => Value::String(text.into_owned()),
+            Field::Json(value) => value,
+        }
     }
 }
 
@@ -109,7 +145,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
 /// A field whose `null` is not its absence (`Option` reads `null` as `None`): `Absent` when the
 /// key is missing, else the value as `T` reads it, `null` included.
 #[derive(Default)]
-pub(crate) enum Maybe<T> {
+pub enum Maybe<T> {
     /// The key is missing.
     #[default]
     Absent,

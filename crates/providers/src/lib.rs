@@ -15,6 +15,8 @@
 //! - [`ProviderSettings`]: the config file's `[provider]` section (timeouts, fallback models,
 //!   summary model).
 //! - [`Recorder`] and [`Replay`] record a run's calls to JSONL and replay them offline.
+//! - [`fields`]: the pieces of typed reads of an API's JSON that read each leaf as a `Value`
+//!   would (the stream parsers read the usual chunk and event so, without a JSON tree).
 //!
 //! The clients run on tokio with timers enabled (the idle timeout between stream chunks uses
 //! them). TLS is rustls with the ring provider.
@@ -45,7 +47,7 @@ mod assemble;
 mod config;
 #[cfg(feature = "fake-server")]
 pub mod fake;
-mod fields;
+pub mod fields;
 mod http;
 pub mod openai;
 mod record;
