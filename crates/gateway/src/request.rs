@@ -161,9 +161,12 @@ impl<'a> Request<'a> {
     /// The system prompt given apart from the messages (Anthropic's `system`, the Responses
     /// API's `instructions`), as text.
     pub fn system_text(&self) -> String {
-        self.system
-            .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
-            .map_or_else(String::new, |s| text_of(&s))
+        let Some(system) = self.system else { return String::new() };
+        // The usual one, a text, read as one (no tree).
+        if let Ok(text) = serde_json::from_str::<String>(system.get()) {
+            return text;
+        }
+        serde_json::from_str::<Value>(system.get()).map_or_else(|_| String::new(), |s| text_of(&s))
     }
 
     /// Items the gateway relayed (a Responses reply's output items) that this request's
@@ -179,10 +182,20 @@ impl<'a> Request<'a> {
     /// results and a text).
     pub fn message(&mut self, i: usize) -> Result<&[Message], String> {
         if self.converted[i].is_none() {
-            let value: Value =
-                serde_json::from_str(self.wire[i].get()).map_err(|e| format!("messages[{i}]: {e}"))?;
-            let value = self.referenced(&value).cloned().unwrap_or(value);
-            self.converted[i] = Some(self.api.message(i, &value)?);
+            // A Messages message of the usual shape is read without a tree.
+            let typed = (self.api == Api::Anthropic)
+                .then(|| crate::wire::anthropic_message::read(self.wire[i].get()))
+                .flatten();
+            let messages = match typed {
+                Some(messages) => messages,
+                None => {
+                    let value: Value = serde_json::from_str(self.wire[i].get())
+                        .map_err(|e| format!("messages[{i}]: {e}"))?;
+                    let value = self.referenced(&value).cloned().unwrap_or(value);
+                    self.api.message(i, &value)?
+                }
+            };
+            self.converted[i] = Some(messages);
         }
         Ok(self.converted[i].as_deref().unwrap_or_default())
     }

@@ -84,7 +84,7 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
 }
 
 /// Whether `text` is only `<system-reminder>` blocks (Claude Code's notes to the model).
-fn is_reminder(text: &str) -> bool {
+pub(super) fn is_reminder(text: &str) -> bool {
     let mut rest = text.trim();
     if rest.is_empty() {
         return false;

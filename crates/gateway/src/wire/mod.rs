@@ -7,6 +7,7 @@ use looprail_loop_core::message::Message;
 use serde_json::Value;
 
 pub mod anthropic;
+pub(crate) mod anthropic_message;
 pub mod cut;
 pub mod final_text;
 pub mod openai;
