@@ -90,13 +90,6 @@ impl<'a> Field<'a> {
         matches!(self, Field::Json(Value::Object(_)))
     }
 
-    /// The value it is, as a `Value`.
-    pub fn into_value(self) -> Value {
-        match self {
-            Field::Text(text) => Value::String(text.into_owned()),
-            Field::Json(value) => value,
-        }
-    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
