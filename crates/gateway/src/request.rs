@@ -182,10 +182,13 @@ impl<'a> Request<'a> {
     /// results and a text).
     pub fn message(&mut self, i: usize) -> Result<&[Message], String> {
         if self.converted[i].is_none() {
-            // A Messages message of the usual shape is read without a tree.
-            let typed = (self.api == Api::Anthropic)
-                .then(|| crate::wire::anthropic_message::read(self.wire[i].get()))
-                .flatten();
+            // A message of the usual shape is read without a tree.
+            let raw = self.wire[i].get();
+            let typed = match self.api {
+                Api::Anthropic => crate::wire::anthropic_message::read(raw),
+                Api::OpenAi => crate::wire::openai_message::read(raw).map(|m| vec![m]),
+                Api::Responses => None,
+            };
             let messages = match typed {
                 Some(messages) => messages,
                 None => {

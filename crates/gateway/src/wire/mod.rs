@@ -11,6 +11,7 @@ pub(crate) mod anthropic_message;
 pub mod cut;
 pub mod final_text;
 pub mod openai;
+pub(crate) mod openai_message;
 pub mod responses;
 
 /// The tag that starts every text the gateway adds to a conversation, so a copy that comes
