@@ -143,23 +143,10 @@ impl Reader {
                 }
                 break;
             };
-            let end = (from + length, separator);
             self.scanned = 0;
-            let raw: Vec<u8> = self.buffer.drain(..end.0).collect();
-            self.buffer.drain(..end.1);
-            let text = String::from_utf8_lossy(&raw);
-            let (mut name, mut data) = (String::new(), Vec::new());
-            for line in text.lines() {
-                if let Some(value) = line.strip_prefix("event:") {
-                    name = value.trim().to_owned();
-                } else if let Some(value) = line.strip_prefix("data:") {
-                    data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
-                }
-            }
-            if data.is_empty() {
-                continue;
-            }
-            let data = data.join("\n");
+            let (name, data) = event_fields(&self.buffer[..from + length]);
+            self.buffer.drain(..from + length + separator);
+            let Some(data) = data else { continue };
             self.observe_unobserved();
             let step = self.parser.get().event(&name, &data);
             self.unobserved = Some((name, data));
@@ -192,6 +179,28 @@ impl Reader {
             None => self.parser.get().end_of_body().map_err(|e| e.to_string()),
         }
     }
+}
+
+/// An event's name (empty when it has none) and its data lines joined (`None` when it has
+/// none: a comment, a keep-alive), read from its bytes (without the blank line ending it).
+fn event_fields(event: &[u8]) -> (String, Option<String>) {
+    let text = String::from_utf8_lossy(event);
+    let (mut name, mut data) = (String::new(), None::<String>);
+    for line in text.lines() {
+        if let Some(value) = line.strip_prefix("event:") {
+            name = value.trim().to_owned();
+        } else if let Some(value) = line.strip_prefix("data:") {
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match &mut data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => data = Some(value.to_owned()),
+            }
+        }
+    }
+    (name, data)
 }
 
 /// Where the first complete event ends: (its length, the separator's length).
@@ -326,6 +335,14 @@ mod tests {
             reader.feed(piece);
         }
         format!("{:?}", reader.finish())
+    }
+
+    #[test]
+    fn an_events_data_lines_are_joined_and_an_event_without_data_is_none() {
+        let event = b": a comment\r\nevent:  message_start \r\ndata: {\"a\":\r\ndata:1}\r\nid: 7";
+        assert_eq!(event_fields(event), ("message_start".to_owned(), Some("{\"a\":\n1}".to_owned())));
+        assert_eq!(event_fields(b"data:x\ndata: y\ndata:"), (String::new(), Some("x\ny\n".to_owned())));
+        assert_eq!(event_fields(b": keep-alive\nevent: ping"), ("ping".to_owned(), None));
     }
 
     proptest::proptest! {

@@ -89,7 +89,6 @@ impl<'a> Field<'a> {
     pub fn is_object(&self) -> bool {
         matches!(self, Field::Json(Value::Object(_)))
     }
-
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
