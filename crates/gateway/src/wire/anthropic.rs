@@ -38,28 +38,16 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
         .join("\n");
     match m["role"].as_str() {
         Some("user") => {
-            let mut results = 0;
-            for block in blocks.iter().filter(|b| b["type"] == "tool_result") {
-                results += 1;
+            let results = blocks.iter().filter(|b| b["type"] == "tool_result").map(|block| {
                 let id = block["tool_use_id"].as_str().unwrap_or_default();
                 let content = text_of(&block["content"]);
-                let result = if block["is_error"].as_bool().unwrap_or(false) {
+                if block["is_error"].as_bool().unwrap_or(false) {
                     ToolResult::error(id, content)
                 } else {
                     ToolResult::ok(id, content)
-                };
-                out.push(Message::tool_result(result));
-            }
-            // Text beside tool results is the harness's (Claude Code's reminders, a hook's
-            // feedback), as is a turn of `<system-reminder>` blocks alone: context, not a new
-            // request of the user's, which would start a new stretch and reset the guards.
-            if results > 0 || is_reminder(&text) {
-                if !text.is_empty() {
-                    out.push(Message::system(text));
                 }
-            } else if !text.is_empty() {
-                out.push(Message::user(text));
-            }
+            });
+            user_turn(results, text, out);
         }
         Some("assistant") => {
             let calls = blocks
@@ -83,8 +71,24 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
     Ok(())
 }
 
+/// A user turn as looprail messages: each tool result a tool message, then its text. Text
+/// beside tool results is the harness's (Claude Code's reminders, a hook's feedback), as is a
+/// turn of `<system-reminder>` blocks alone: context, not a new request of the user's, which
+/// would start a new stretch and reset the guards.
+pub(super) fn user_turn(results: impl Iterator<Item = ToolResult>, text: String, out: &mut Vec<Message>) {
+    let before = out.len();
+    out.extend(results.map(Message::tool_result));
+    if out.len() > before || is_reminder(&text) {
+        if !text.is_empty() {
+            out.push(Message::system(text));
+        }
+    } else if !text.is_empty() {
+        out.push(Message::user(text));
+    }
+}
+
 /// Whether `text` is only `<system-reminder>` blocks (Claude Code's notes to the model).
-pub(super) fn is_reminder(text: &str) -> bool {
+fn is_reminder(text: &str) -> bool {
     let mut rest = text.trim();
     if rest.is_empty() {
         return false;

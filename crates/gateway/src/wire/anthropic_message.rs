@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::{SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::anthropic::is_reminder;
+use super::anthropic::user_turn;
 use super::text_of;
 
 /// Wire message `raw` as looprail messages, when it has the usual shape.
@@ -47,30 +47,20 @@ pub(crate) fn read(raw: &str) -> Option<Vec<Message>> {
     let mut out = Vec::with_capacity(1);
     match wire.role.and_then(Field::text).as_deref() {
         Some("user") => {
-            let mut results = 0;
-            for Object(block) in blocks.into_iter().filter(|b| is(&b.0, "tool_result")) {
-                results += 1;
+            let results = blocks.into_iter().filter(|b| is(&b.0, "tool_result")).map(|Object(block)| {
                 let id = text_or_empty(block.tool_use_id);
                 let content = match block.content {
                     Some(Field::Text(text)) => text.into_owned(),
                     Some(Field::Json(value)) => text_of(&value),
                     None => String::new(),
                 };
-                let result = if block.is_error.and_then(Field::boolean).unwrap_or(false) {
+                if block.is_error.and_then(Field::boolean).unwrap_or(false) {
                     ToolResult::error(&*id, content)
                 } else {
                     ToolResult::ok(&*id, content)
-                };
-                out.push(Message::tool_result(result));
-            }
-            // As the `Value` reading: text beside tool results, or reminders alone, is context.
-            if results > 0 || is_reminder(&text) {
-                if !text.is_empty() {
-                    out.push(Message::system(text));
                 }
-            } else if !text.is_empty() {
-                out.push(Message::user(text));
-            }
+            });
+            user_turn(results, text, &mut out);
         }
         Some("assistant") => {
             let calls = blocks
