@@ -1,7 +1,8 @@
 //! Tests of [`super`]: a message read without a tree reads as its value does.
 
+use looprail_loop_core::testkit::strategies::{json_leaf, json_object};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::*;
 
@@ -44,78 +45,50 @@ fn the_messages_clients_send_are_read_without_a_tree_as_their_values_read() {
     }
 }
 
-fn leaf() -> BoxedStrategy<Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        (-2i64..3).prop_map(Value::from),
-        Just(json!(1.5)),
-        "[a-c\"\\\\é\n {}:]{0,6}".prop_map(Value::from),
-        Just(json!([])),
-        Just(json!([{"type": "text", "text": "p"}, "q", {"text": 3}])),
-        Just(json!({"q": "x", "n": [1, 2]})),
-    ]
-    .boxed()
-}
-
-/// An object of the given keys, each present or not.
-fn object(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> BoxedStrategy<Value> {
-    let fields: Vec<_> = fields
-        .into_iter()
-        .map(|(key, value)| proptest::option::of(value).prop_map(move |v| (key, v)))
-        .collect();
-    fields
-        .prop_map(|fields| {
-            let mut map = Map::new();
-            for (key, value) in fields {
-                if let Some(value) = value {
-                    map.insert(key.to_owned(), value);
-                }
-            }
-            Value::Object(map)
-        })
-        .boxed()
-}
-
-fn text_or_leaf() -> BoxedStrategy<Value> {
-    prop_oneof![3 => "[a-z_]{1,5}".prop_map(Value::from), 1 => leaf()].boxed()
+fn text_or_json_leaf() -> BoxedStrategy<Value> {
+    prop_oneof![3 => "[a-z_]{1,5}".prop_map(Value::from), 1 => json_leaf()].boxed()
 }
 
 fn call() -> BoxedStrategy<Value> {
     // The keys a call is read by are there (of any kind) more often than not.
-    let function = (text_or_leaf(), proptest::option::weighted(0.8, leaf())).prop_map(|(name, arguments)| {
-        let mut function = json!({ "name": name });
-        if let Some(arguments) = arguments {
-            function["arguments"] = arguments;
-        }
-        function
-    });
-    let function = prop_oneof![5 => function, 1 => leaf()];
-    let custom = object(vec![("name", text_or_leaf()), ("input", leaf())]);
-    let call =
-        (text_or_leaf(), proptest::option::weighted(0.9, function), proptest::option::weighted(0.1, custom))
-            .prop_map(|(id, function, custom)| {
-                let mut call = json!({ "id": id, "type": "function" });
-                if let Some(function) = function {
-                    call["function"] = function;
-                }
-                if let Some(custom) = custom {
-                    call["custom"] = custom;
-                }
-                call
-            });
-    prop_oneof![6 => call, 1 => leaf()].boxed()
+    let function =
+        (text_or_json_leaf(), proptest::option::weighted(0.8, json_leaf())).prop_map(|(name, arguments)| {
+            let mut function = json!({ "name": name });
+            if let Some(arguments) = arguments {
+                function["arguments"] = arguments;
+            }
+            function
+        });
+    let function = prop_oneof![5 => function, 1 => json_leaf()];
+    let custom = json_object(vec![("name", text_or_json_leaf()), ("input", json_leaf())]);
+    let call = (
+        text_or_json_leaf(),
+        proptest::option::weighted(0.9, function),
+        proptest::option::weighted(0.1, custom),
+    )
+        .prop_map(|(id, function, custom)| {
+            let mut call = json!({ "id": id, "type": "function" });
+            if let Some(function) = function {
+                call["function"] = function;
+            }
+            if let Some(custom) = custom {
+                call["custom"] = custom;
+            }
+            call
+        });
+    prop_oneof![6 => call, 1 => json_leaf()].boxed()
 }
 
 fn message() -> BoxedStrategy<Value> {
     let roles = &["system", "developer", "user", "assistant", "assistant", "assistant", "tool", "robot"];
-    let role = prop_oneof![4 => proptest::sample::select(roles).prop_map(Value::from), 1 => leaf()];
-    let calls = prop_oneof![3 => proptest::collection::vec(call(), 0..3).prop_map(Value::from), 1 => leaf()];
-    object(vec![
+    let role = prop_oneof![4 => proptest::sample::select(roles).prop_map(Value::from), 1 => json_leaf()];
+    let calls =
+        prop_oneof![3 => proptest::collection::vec(call(), 0..3).prop_map(Value::from), 1 => json_leaf()];
+    json_object(vec![
         ("role", role.boxed()),
-        ("content", leaf()),
+        ("content", json_leaf()),
         ("tool_calls", calls.boxed()),
-        ("tool_call_id", text_or_leaf()),
+        ("tool_call_id", text_or_json_leaf()),
     ])
 }
 

@@ -170,3 +170,62 @@ pub fn json_value() -> impl Strategy<Value = serde_json::Value> {
         ]
     })
 }
+
+/// A JSON object of the given keys, each there or not (half the time), with a value from its
+/// strategy: the shape of an API's message or event with any of its fields missing, for
+/// property tests of readers that must treat a missing key as its absence.
+///
+/// ```
+/// use looprail_loop_core::testkit::strategies::json_object;
+/// use proptest::prelude::*;
+/// use proptest::strategy::ValueTree;
+///
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let object = json_object(vec![("role", Just(serde_json::json!("user")).boxed())]);
+/// let value = object.new_tree(&mut runner).unwrap().current();
+/// assert!(value.as_object().is_some_and(|o| o.keys().all(|k| k == "role")));
+/// ```
+pub fn json_object(
+    fields: Vec<(&'static str, BoxedStrategy<serde_json::Value>)>,
+) -> BoxedStrategy<serde_json::Value> {
+    let fields: Vec<_> = fields
+        .into_iter()
+        .map(|(key, value)| proptest::option::of(value).prop_map(move |v| (key, v)))
+        .collect();
+    fields
+        .prop_map(|fields| {
+            let present = fields.into_iter().filter_map(|(key, value)| Some((key.to_owned(), value?)));
+            serde_json::Value::Object(present.collect())
+        })
+        .boxed()
+}
+
+/// A small JSON value of any kind, the odd ones readers must not take for the expected kind
+/// among them: `null`, booleans, small and huge integers, a float, short texts with escapes and
+/// non-ASCII, empty and mixed arrays (one of content parts), an object. For the fields of
+/// [`json_object`]s, beside each field's usual values.
+///
+/// ```
+/// use looprail_loop_core::testkit::strategies::json_leaf;
+/// use proptest::strategy::{Strategy, ValueTree};
+///
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let value = json_leaf().new_tree(&mut runner).unwrap().current();
+/// assert!(serde_json::from_str::<serde_json::Value>(&value.to_string()).is_ok());
+/// ```
+pub fn json_leaf() -> BoxedStrategy<serde_json::Value> {
+    use serde_json::{Value, json};
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (-3i64..4).prop_map(Value::from),
+        Just(json!(u64::MAX)),
+        Just(json!(1.5)),
+        "[a-c\"\\\\é\n <>/{}:]{0,6}".prop_map(Value::from),
+        Just(json!([])),
+        Just(json!(["x", 1])),
+        Just(json!([{"type": "text", "text": "p"}, "q", {"text": 3}, {"type": "image"}])),
+        Just(json!({"q": "x", "n": [1, 2]})),
+    ]
+    .boxed()
+}

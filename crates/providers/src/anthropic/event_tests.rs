@@ -1,7 +1,8 @@
 //! Tests of [`super`]: the two ways of reading an event agree.
 
+use looprail_loop_core::testkit::strategies::{json_leaf, json_object};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::*;
 
@@ -66,84 +67,52 @@ fn the_events_the_api_sends_are_read_without_a_tree_and_the_rest_are_not() {
     assert_eq!(EventFields::of_value("message_start", &value).message.usage, Some(UsageFields::default()));
 }
 
-fn leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        (-3i64..4).prop_map(Value::from),
-        Just(json!(u64::MAX)),
-        Just(json!(1.5)),
-        "[a-c\"\\\\é\n ]{0,5}".prop_map(Value::from),
-        Just(json!([])),
-        Just(json!(["x", 1])),
-        Just(json!({"x": 1})),
-    ]
-}
-
-/// An object of the given keys, each present or not.
-fn object(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> BoxedStrategy<Value> {
-    let fields: Vec<_> = fields
-        .into_iter()
-        .map(|(key, value)| proptest::option::of(value).prop_map(move |v| (key, v)))
-        .collect();
-    fields
-        .prop_map(|fields| {
-            let mut map = Map::new();
-            for (key, value) in fields {
-                if let Some(value) = value {
-                    map.insert(key.to_owned(), value);
-                }
-            }
-            Value::Object(map)
-        })
-        .boxed()
-}
-
 fn one_of(texts: &'static [&'static str]) -> BoxedStrategy<Value> {
-    prop_oneof![proptest::sample::select(texts).prop_map(Value::from), leaf()].boxed()
+    prop_oneof![proptest::sample::select(texts).prop_map(Value::from), json_leaf()].boxed()
 }
 
-fn text_or_leaf() -> BoxedStrategy<Value> {
-    prop_oneof!["[a-z{}\":]{0,6}".prop_map(Value::from), leaf()].boxed()
+fn text_or_json_leaf() -> BoxedStrategy<Value> {
+    prop_oneof!["[a-z{}\":]{0,6}".prop_map(Value::from), json_leaf()].boxed()
 }
 
 fn count() -> BoxedStrategy<Value> {
-    prop_oneof![(0u64..1000).prop_map(Value::from), leaf()].boxed()
+    prop_oneof![(0u64..1000).prop_map(Value::from), json_leaf()].boxed()
 }
 
 fn usage() -> BoxedStrategy<Value> {
-    let usage = object(vec![
+    let usage = json_object(vec![
         ("input_tokens", count()),
         ("output_tokens", count()),
         ("cache_read_input_tokens", count()),
         ("cache_creation_input_tokens", count()),
         ("cache_creation", Just(json!({"ephemeral_5m_input_tokens": 0})).boxed()),
     ]);
-    prop_oneof![usage, leaf()].boxed()
+    prop_oneof![usage, json_leaf()].boxed()
 }
 
 fn event() -> BoxedStrategy<Value> {
     let kinds = &["message_start", "content_block_start", "content_block_delta", "message_delta", "error"];
-    let message = object(vec![("model", text_or_leaf()), ("id", text_or_leaf()), ("usage", usage())]);
-    let block = object(vec![
+    let message =
+        json_object(vec![("model", text_or_json_leaf()), ("id", text_or_json_leaf()), ("usage", usage())]);
+    let block = json_object(vec![
         ("type", one_of(&["text", "tool_use", "thinking"])),
-        ("id", text_or_leaf()),
-        ("name", text_or_leaf()),
-        ("text", text_or_leaf()),
-        ("input", leaf().boxed()),
+        ("id", text_or_json_leaf()),
+        ("name", text_or_json_leaf()),
+        ("text", text_or_json_leaf()),
+        ("input", json_leaf().boxed()),
     ]);
-    let delta = object(vec![
+    let delta = json_object(vec![
         ("type", one_of(&["text_delta", "input_json_delta"])),
-        ("text", text_or_leaf()),
-        ("partial_json", text_or_leaf()),
-        ("stop_reason", text_or_leaf()),
+        ("text", text_or_json_leaf()),
+        ("partial_json", text_or_json_leaf()),
+        ("stop_reason", text_or_json_leaf()),
     ]);
-    object(vec![
+    json_object(vec![
         ("type", one_of(kinds)),
         ("index", count()),
-        ("message", prop_oneof![message, leaf()].boxed()),
-        ("content_block", prop_oneof![block, leaf()].boxed()),
-        ("delta", prop_oneof![delta, leaf()].boxed()),
+        ("message", prop_oneof![message, json_leaf()].boxed()),
+        ("content_block", prop_oneof![block, json_leaf()].boxed()),
+        ("delta", prop_oneof![delta, json_leaf()].boxed()),
         ("usage", usage()),
     ])
 }

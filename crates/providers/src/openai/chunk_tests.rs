@@ -1,7 +1,8 @@
 //! Tests of [`super`]: the two ways of reading a chunk agree.
 
+use looprail_loop_core::testkit::strategies::{json_leaf, json_object};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::*;
 
@@ -47,75 +48,47 @@ fn the_chunks_the_api_sends_are_read_without_a_tree_and_the_rest_are_not() {
     }
 }
 
-fn leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        (-3i64..4).prop_map(Value::from),
-        Just(json!(u64::MAX)),
-        Just(json!(1.5)),
-        "[a-c\"\\\\é\n ]{0,5}".prop_map(Value::from),
-        Just(json!([])),
-        Just(json!(["x", 1])),
-        Just(json!({"x": 1})),
-    ]
-}
-
-/// An object of the given keys, each present or not.
-fn object(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> BoxedStrategy<Value> {
-    let fields: Vec<_> = fields
-        .into_iter()
-        .map(|(key, value)| proptest::option::of(value).prop_map(move |v| (key, v)))
-        .collect();
-    fields
-        .prop_map(|fields| {
-            let mut map = Map::new();
-            for (key, value) in fields {
-                if let Some(value) = value {
-                    map.insert(key.to_owned(), value);
-                }
-            }
-            Value::Object(map)
-        })
-        .boxed()
-}
-
-fn text_or_leaf() -> BoxedStrategy<Value> {
-    prop_oneof!["[a-z{}\":]{0,6}".prop_map(Value::from), leaf()].boxed()
+fn text_or_json_leaf() -> BoxedStrategy<Value> {
+    prop_oneof!["[a-z{}\":]{0,6}".prop_map(Value::from), json_leaf()].boxed()
 }
 
 fn chunk() -> BoxedStrategy<Value> {
-    let arguments = prop_oneof![text_or_leaf(), Just(json!({"q": "x", "n": [1, 2]}))].boxed();
-    let function = prop_oneof![object(vec![("name", text_or_leaf()), ("arguments", arguments)]), leaf()];
+    let arguments = prop_oneof![text_or_json_leaf(), Just(json!({"q": "x", "n": [1, 2]}))].boxed();
+    let function =
+        prop_oneof![json_object(vec![("name", text_or_json_leaf()), ("arguments", arguments)]), json_leaf()];
     let call = prop_oneof![
-        object(vec![
-            ("index", prop_oneof![(0u64..3).prop_map(Value::from), leaf()].boxed()),
-            ("id", text_or_leaf()),
+        json_object(vec![
+            ("index", prop_oneof![(0u64..3).prop_map(Value::from), json_leaf()].boxed()),
+            ("id", text_or_json_leaf()),
             ("type", Just(json!("function")).boxed()),
             ("function", function.boxed()),
         ]),
-        leaf(),
+        json_leaf(),
     ];
-    let calls = prop_oneof![proptest::collection::vec(call, 0..3).prop_map(Value::from), leaf()];
+    let calls = prop_oneof![proptest::collection::vec(call, 0..3).prop_map(Value::from), json_leaf()];
     let delta = prop_oneof![
-        object(vec![("content", text_or_leaf()), ("refusal", text_or_leaf()), ("tool_calls", calls.boxed())]),
-        leaf(),
+        json_object(vec![
+            ("content", text_or_json_leaf()),
+            ("refusal", text_or_json_leaf()),
+            ("tool_calls", calls.boxed())
+        ]),
+        json_leaf(),
     ];
     let choice = prop_oneof![
-        object(vec![
-            ("index", prop_oneof![(0u64..2).prop_map(Value::from), leaf()].boxed()),
+        json_object(vec![
+            ("index", prop_oneof![(0u64..2).prop_map(Value::from), json_leaf()].boxed()),
             ("delta", delta.boxed()),
-            ("finish_reason", text_or_leaf()),
+            ("finish_reason", text_or_json_leaf()),
         ]),
-        leaf(),
+        json_leaf(),
     ];
-    let choices = prop_oneof![proptest::collection::vec(choice, 0..3).prop_map(Value::from), leaf()];
-    object(vec![
-        ("id", text_or_leaf()),
-        ("model", text_or_leaf()),
+    let choices = prop_oneof![proptest::collection::vec(choice, 0..3).prop_map(Value::from), json_leaf()];
+    json_object(vec![
+        ("id", text_or_json_leaf()),
+        ("model", text_or_json_leaf()),
         ("choices", choices.boxed()),
-        ("error", leaf().boxed()),
-        ("usage", prop_oneof![Just(json!({"prompt_tokens": 1})), leaf()].boxed()),
+        ("error", json_leaf().boxed()),
+        ("usage", prop_oneof![Just(json!({"prompt_tokens": 1})), json_leaf()].boxed()),
     ])
 }
 
