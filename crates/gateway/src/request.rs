@@ -192,8 +192,8 @@ impl<'a> Request<'a> {
             let messages = match typed {
                 Some(messages) => messages,
                 None => {
-                    let value: Value = serde_json::from_str(self.wire[i].get())
-                        .map_err(|e| format!("messages[{i}]: {e}"))?;
+                    let value: Value =
+                        serde_json::from_str(raw).map_err(|e| format!("messages[{i}]: {e}"))?;
                     let value = self.referenced(&value).cloned().unwrap_or(value);
                     self.api.message(i, &value)?
                 }

@@ -15,7 +15,7 @@ use serde::de::{SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::anthropic::user_turn;
-use super::text_of;
+use super::text_of_field;
 
 /// Wire message `raw` as looprail messages, when it has the usual shape.
 pub(crate) fn read(raw: &str) -> Option<Vec<Message>> {
@@ -49,11 +49,7 @@ pub(crate) fn read(raw: &str) -> Option<Vec<Message>> {
         Some("user") => {
             let results = blocks.into_iter().filter(|b| is(&b.0, "tool_result")).map(|Object(block)| {
                 let id = text_or_empty(block.tool_use_id);
-                let content = match block.content {
-                    Some(Field::Text(text)) => text.into_owned(),
-                    Some(Field::Json(value)) => text_of(&value),
-                    None => String::new(),
-                };
+                let content = text_of_field(block.content);
                 if block.is_error.and_then(Field::boolean).unwrap_or(false) {
                     ToolResult::error(&*id, content)
                 } else {

@@ -176,6 +176,16 @@ pub(crate) fn text_of(content: &Value) -> String {
     }
 }
 
+/// [`text_of`] for a content read without a tree (`None`: absent or `null`).
+pub(crate) fn text_of_field(content: Option<looprail_providers::fields::Field<'_>>) -> String {
+    use looprail_providers::fields::Field;
+    match content {
+        Some(Field::Text(text)) => text.into_owned(),
+        Some(Field::Json(value)) => text_of(&value),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,16 +9,12 @@ use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_providers::fields::{Field, Maybe, Object};
 use serde::Deserialize;
 
-use super::text_of;
+use super::text_of_field;
 
 /// Wire message `raw` as a looprail message, when it has the usual shape.
 pub(crate) fn read(raw: &str) -> Option<Message> {
     let Object(wire) = serde_json::from_str::<Object<WireMessage<'_>>>(raw).ok()?;
-    let text = match wire.content {
-        Some(Field::Text(text)) => text.into_owned(),
-        Some(Field::Json(value)) => text_of(&value),
-        None => String::new(),
-    };
+    let text = text_of_field(wire.content);
     Some(match wire.role.and_then(Field::text).as_deref() {
         Some("system" | "developer") => Message::system(text),
         Some("user") => Message::user(text),
