@@ -236,7 +236,7 @@ pub(crate) struct Done {
     /// How many wire messages the client's history holds.
     pub(crate) len: usize,
     /// The tools the request declares.
-    pub(crate) tools: Vec<String>,
+    pub(crate) tools: std::sync::Arc<[String]>,
     /// The conversation's head fingerprint.
     pub(crate) head: u64,
     /// The fingerprint of the history's last message.

@@ -3,43 +3,33 @@
 //! Every request of a conversation carries the same first message (an agent's system prompt
 //! or its task, often tens of kilobytes), and one agent's conversations mostly share it.
 //! Fingerprinting it means reading it into a message and hashing its normalised text, a few
-//! nanoseconds per character; hashing its bytes costs a fraction of that. So the fingerprint is
-//! kept under a hash of the API and the bytes. That hash is keyed at random per process (std's
-//! SipHash), so no client can make its first message take the fingerprint of another's.
+//! nanoseconds per character; finding it by its bytes ([`BytesMemo`]) costs a fraction of that.
 
-use std::hash::{BuildHasher, RandomState};
-use std::sync::Mutex;
-
-use crate::newest_kept::NewestKept;
+use crate::bytes_memo::BytesMemo;
 use crate::request::Request;
 
 /// How many first messages' fingerprints are kept.
 const KEPT: usize = 1024;
 
+/// The most bytes of first messages kept.
+const KEPT_BYTES: usize = 8 << 20;
+
 /// First messages' fingerprints, by their bytes.
 pub(crate) struct FirstMessages {
-    key: RandomState,
-    known: Mutex<NewestKept<u64, u64>>,
+    known: BytesMemo<u64>,
 }
 
 impl FirstMessages {
     /// None known yet.
     pub(crate) fn new() -> Self {
-        Self { key: RandomState::new(), known: Mutex::new(NewestKept::new(KEPT)) }
+        Self { known: BytesMemo::new(KEPT, KEPT_BYTES) }
     }
 
     /// The identity fingerprint of `request`'s first message (which it must have):
     /// [`Request::identity_hash`]`(0)`, read only when these bytes were not seen before.
     pub(crate) fn identity_hash(&self, request: &mut Request<'_>) -> Result<u64, String> {
-        let bytes = self.key.hash_one((request.api().name(), request.raw(0)));
-        if let Some(hash) = self.known.lock().ok().and_then(|known| known.get(&bytes).copied()) {
-            return Ok(hash);
-        }
-        let hash = request.identity_hash(0)?;
-        if let Ok(mut known) = self.known.lock() {
-            known.keep(bytes, hash);
-        }
-        Ok(hash)
+        let pieces = [request.api().name().as_bytes(), request.raw(0).as_bytes()];
+        self.known.get_or_work(&pieces, || request.identity_hash(0))
     }
 }
 

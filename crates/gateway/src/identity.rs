@@ -122,13 +122,25 @@ pub fn id_hash(id: &str) -> u64 {
 
 /// The head of a conversation: the API, the declared tools, the system prompt given apart
 /// from the messages, and the first message's fingerprint (`None` when there is none).
+/// The same as [`head_of`]`(`[`declared`]`(api, tools, system), first)`.
 pub fn head(api: &str, tools: &[String], system: &str, first: Option<u64>) -> u64 {
+    head_of(declared(api, tools, system), first)
+}
+
+/// The part of a head a request declares before its messages: the API, the tools, the system
+/// prompt given apart (a request's own bytes tell it, so it can be kept by them).
+pub fn declared(api: &str, tools: &[String], system: &str) -> u64 {
     let mut h = field(0xcbf2_9ce4_8422_2325, api.as_bytes());
     for tool in tools {
         h = field(h, tool.as_bytes());
     }
-    h = field(fnv(h, &[RECORD]), system.as_bytes());
-    field(h, &first.unwrap_or_default().to_le_bytes())
+    field(fnv(h, &[RECORD]), system.as_bytes())
+}
+
+/// The head of a conversation from what its requests declare ([`declared`]) and the first
+/// message's fingerprint.
+pub fn head_of(declared: u64, first: Option<u64>) -> u64 {
+    field(declared, &first.unwrap_or_default().to_le_bytes())
 }
 
 /// The fingerprint of a history of `len` messages under `head` whose last two messages have
@@ -212,6 +224,16 @@ mod tests {
             message_hash(&[Message::assistant("I found it.")])
         );
         assert_ne!(message_hash(&[Message::assistant("ok")]), message_hash(&[Message::user("ok")]));
+    }
+
+    /// Heads are stored (in prefix keys and conversation ids): these values are the ones every
+    /// release so far gave, and must stay so.
+    #[test]
+    fn heads_keep_their_stored_values() {
+        let tools = ["Read".to_owned(), "Bash".to_owned()];
+        assert_eq!(head("anthropic", &tools, "You are a coding agent.", Some(42)), 0xad8dd633fa91d5b1);
+        assert_eq!(head("openai", &[], "", None), 0x77c241fcaffade8c);
+        assert_eq!(head("responses", &tools[..1], "é\n\"", Some(u64::MAX)), 0xe6e0c9effc5b8b4d);
     }
 
     /// The hash as first written: each part built as a string, then hashed. Fingerprints are

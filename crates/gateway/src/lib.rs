@@ -38,8 +38,10 @@
 //! assert!(matches!(verdicts.last(), Some(Verdict::Conclude { .. })), "then a final answer");
 //! ```
 
+mod bytes_memo;
 pub mod compaction;
 pub mod conversation;
+mod declared;
 mod finish;
 mod first_message;
 mod group_commit;
@@ -179,6 +181,8 @@ pub struct Gateway {
     http: http_client::HttpClient,
     /// First messages' identity fingerprints, by their bytes.
     first_messages: first_message::FirstMessages,
+    /// Requests' tools and system prompts, read once per distinct bytes.
+    declarations: declared::Declarations,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<newest_kept::NewestKept<u64, String>>,
     /// Saves that run after their answers, and the states they wrote.
@@ -219,6 +223,7 @@ impl Gateway {
             on_store_error: config.on_store_error,
             http,
             first_messages: first_message::FirstMessages::new(),
+            declarations: declared::Declarations::new(),
             recent: Mutex::new(newest_kept::NewestKept::new(RECENT_FINGERPRINTS)),
             write_behind,
             group_commit,

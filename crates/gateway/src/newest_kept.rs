@@ -59,10 +59,27 @@ impl<K: Hash + Eq + Clone, V> NewestKept<K, V> {
         self.entries.insert(key, (age, value));
     }
 
+    /// The entry written longest ago, taken out.
+    pub(crate) fn take_oldest(&mut self) -> Option<(K, V)> {
+        let (_, key) = self.by_age.pop_first()?;
+        let (_, value) = self.entries.remove(&key)?;
+        Some((key, value))
+    }
+
     /// How many entries are kept.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The entries' values, in no order.
+    #[cfg(test)]
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.entries.values().map(|(_, value)| value)
+    }
+
+    /// The most entries kept.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
     }
 }
 

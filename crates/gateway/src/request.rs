@@ -140,6 +140,17 @@ impl<'a> Request<'a> {
         self.wire[i].get()
     }
 
+    /// The tools' declarations as the client sent them (empty when it sent none).
+    pub fn tools_raw(&self) -> &'a str {
+        self.tools.map_or("", RawValue::get)
+    }
+
+    /// The system prompt given apart from the messages as the client sent it (empty when it
+    /// sent none).
+    pub fn system_raw(&self) -> &'a str {
+        self.system.map_or("", RawValue::get)
+    }
+
     /// The API the request speaks.
     pub fn api(&self) -> Api {
         self.api

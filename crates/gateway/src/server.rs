@@ -151,10 +151,9 @@ impl Gateway {
         request: &mut Request<'_>,
     ) -> Result<Done, Unprepared> {
         let len = request.len();
-        let tools = request.tool_names();
+        let declared = self.declarations.of(request);
         let first = if request.is_empty() { None } else { Some(self.first_messages.identity_hash(request)?) };
-        let system = request.system_text();
-        let head = identity::head(api.name(), &tools, &system, first);
+        let head = identity::head_of(declared.head, first);
         let last = if len == 0 { None } else { Some(request.identity_hash(len - 1)?) };
         let id = self.recognise(headers, request, head, last).await?;
         let (mut state, stored, stack) = self.conversation(id, head).await.map_err(Unprepared::Store)?;
@@ -164,7 +163,8 @@ impl Gateway {
         let (mut new, starts) = request.messages(from..len)?;
         ERROR_PATTERNS.classify(&mut new);
         // Anthropic's system prompt comes apart from the messages: recorded once, first.
-        let system = Some(system).filter(|s| from == 0 && !s.is_empty()).map(Message::system);
+        let system =
+            (from == 0).then(|| request.system_text()).filter(|s| !s.is_empty()).map(Message::system);
         Ok(Done {
             api,
             state,
@@ -172,7 +172,7 @@ impl Gateway {
             starts,
             from,
             len,
-            tools,
+            tools: declared.tools,
             head,
             last,
             system,
