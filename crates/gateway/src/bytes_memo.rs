@@ -78,22 +78,25 @@ impl<V: Clone> BytesMemo<V> {
     }
 
     fn keep(&self, hash: u64, pieces: &[&[u8]], value: V) {
-        let size = size(pieces);
+        let needed = size(pieces);
         let Ok(mut kept) = self.kept.lock() else { return };
-        if size > kept.budget {
+        if needed > kept.budget {
             return;
         }
         // An entry of the same hash (other bytes: a collision) makes way.
         if let Some((old, _)) = kept.entries.take(&hash) {
-            kept.bytes -= self::size(&old);
+            kept.bytes -= size(&old);
         }
-        while kept.entries.len() >= kept.entries.limit() || kept.bytes + size > kept.budget {
+        while kept.bytes + needed > kept.budget {
             let Some((_, (old, _))) = kept.entries.take_oldest() else { break };
-            kept.bytes -= self::size(&old);
+            kept.bytes -= size(&old);
         }
-        kept.bytes += size;
         let bytes = pieces.iter().map(|p| Box::<[u8]>::from(*p)).collect();
-        kept.entries.keep(hash, (bytes, value));
+        // A full map makes room by the entry written longest ago.
+        if let Some((_, (old, _))) = kept.entries.keep(hash, (bytes, value)) {
+            kept.bytes -= size(&old);
+        }
+        kept.bytes += needed;
     }
 
     /// How many values are kept, and the bytes their pieces hold.

@@ -46,17 +46,17 @@ impl<K: Hash + Eq + Clone, V> NewestKept<K, V> {
         Some(value)
     }
 
-    /// Writes `value` as `key`'s entry, dropping the oldest while the map is full.
-    pub(crate) fn keep(&mut self, key: K, value: V) {
+    /// Writes `value` as `key`'s entry. When the map is full, the entry written longest ago
+    /// makes room: it is given back.
+    pub(crate) fn keep(&mut self, key: K, value: V) -> Option<(K, V)> {
         self.take(&key);
-        while self.entries.len() >= self.limit {
-            let Some((_, oldest)) = self.by_age.pop_first() else { break };
-            self.entries.remove(&oldest);
-        }
+        // At most `limit` are kept, so one taken out makes room.
+        let dropped = if self.entries.len() >= self.limit { self.take_oldest() } else { None };
         let age = self.writes;
         self.writes += 1;
         self.by_age.insert(age, key.clone());
         self.entries.insert(key, (age, value));
+        dropped
     }
 
     /// The entry written longest ago, taken out.
@@ -67,6 +67,7 @@ impl<K: Hash + Eq + Clone, V> NewestKept<K, V> {
     }
 
     /// How many entries are kept.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
@@ -75,11 +76,6 @@ impl<K: Hash + Eq + Clone, V> NewestKept<K, V> {
     #[cfg(test)]
     pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
         self.entries.values().map(|(_, value)| value)
-    }
-
-    /// The most entries kept.
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
     }
 }
 
@@ -106,7 +102,8 @@ mod tests {
 
     proptest! {
         /// Whatever the writes and takes, at most `limit` are kept, the ones kept are the most
-        /// recently written (of those not taken since), and a taken state is not kept.
+        /// recently written (of those not taken since), a write into a full map gives back the
+        /// oldest, and a taken state is not kept.
         #[test]
         fn the_most_recently_written_are_the_ones_kept(
             ops in proptest::collection::vec((0_u8..12, any::<bool>()), 0..200),
@@ -117,11 +114,10 @@ mod tests {
             for (n, write) in ops {
                 let id = format!("c{n}");
                 if write {
-                    kept.keep(id.clone(), n);
+                    let dropped = kept.keep(id.clone(), n);
                     model.retain(|m| *m != id);
-                    while model.len() >= limit {
-                        model.remove(0);
-                    }
+                    let oldest = (model.len() >= limit).then(|| model.remove(0));
+                    prop_assert_eq!(dropped.map(|(key, _)| key), oldest);
                     model.push(id);
                 } else {
                     let had = model.contains(&id);
