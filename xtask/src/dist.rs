@@ -217,9 +217,16 @@ fn check(wheel: &Path, tarballs: &[PathBuf]) -> Result<(), String> {
     for args in [&["looprail", "--version"][..], &["looprail", "demo", "--quiet"]] {
         run(Command::new("npx").args(args).env("PATH", &npm_path).current_dir(&project))?;
     }
+    // Through npx, stopped as a terminal's Ctrl-C does (npx does not pass a lone signal on); and
+    // the wrapper run directly, stopped as a process manager does: it must pass SIGTERM on.
     run(Command::new("python3")
         .arg(&script)
-        .args(["npx", "looprail"])
+        .args(["--stop-group", "npx", "looprail"])
+        .env("PATH", &npm_path)
+        .current_dir(&project))?;
+    run(Command::new("python3")
+        .arg(&script)
+        .args(["node", "node_modules/looprail/bin/looprail.js"])
         .env("PATH", &npm_path)
         .current_dir(&project))?;
     let _ = std::fs::remove_dir_all(&root);

@@ -3,7 +3,7 @@
 // npm as an optional dependency: only the one matching this machine is fetched), passing the
 // arguments, the standard streams, the exit code and a terminating signal through.
 "use strict";
-const { spawnSync } = require("node:child_process");
+const { spawn } = require("node:child_process");
 const path = require("node:path");
 
 const platform = `${process.platform}-${process.arch}`;
@@ -17,12 +17,24 @@ try {
     "install with optional dependencies on, or use `pip install looprail` or `cargo install looprail-cli`");
   process.exit(1);
 }
-const result = spawnSync(binary, process.argv.slice(2), { stdio: "inherit" });
-if (result.error) {
-  console.error(`looprail: cannot start ${binary}: ${result.error.message}`);
+// Started asynchronously so that a signal sent to this process (a process manager's SIGTERM,
+// `kill`) is passed on to the binary: with the binary run synchronously, node would end on it
+// and leave a running `looprail gateway` behind.
+const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
+child.on("error", (error) => {
+  console.error(`looprail: cannot start ${binary}: ${error.message}`);
   process.exit(1);
+});
+const forwarded = ["SIGINT", "SIGTERM", "SIGHUP"];
+for (const signal of forwarded) {
+  process.on(signal, () => child.kill(signal));
 }
-if (result.signal) {
-  process.kill(process.pid, result.signal);
-}
-process.exit(result.status ?? 1);
+child.on("exit", (code, signal) => {
+  if (signal) {
+    // Ended by a signal: end the same way (the handler above must not catch it).
+    for (const s of forwarded) process.removeAllListeners(s);
+    process.kill(process.pid, signal);
+    return;
+  }
+  process.exit(code ?? 1);
+});
