@@ -79,7 +79,9 @@ impl Gateway {
         // The state as this request made it, kept once a swap fails (for the redo).
         let mut mine: Option<ConversationState> = None;
         for attempt in 0..SWAP_ATTEMPTS {
-            let body = serde_json::to_value(&next).unwrap_or_default();
+            // While the live stack is kept beside the state, the state needs no guard documents
+            // of its own (`WriteBehind::wrote`): they are moved into the document, not copied.
+            let body = document(&mut next, stack.is_some());
             let (swapped, body) = match (&self.group_commit, attempt) {
                 // The first try goes with the other saves waiting (one transaction for all).
                 (Some(group), 0) => {
@@ -153,6 +155,63 @@ impl Gateway {
         }
         if !mine.reply_items.is_empty() {
             latest.reply_items.clone_from(&mine.reply_items);
+        }
+    }
+}
+
+/// The document `state` is stored as. With `move_guards`, its guards' documents are moved into
+/// the document (leaving the state's empty) instead of copied: the same document either way.
+fn document(state: &mut ConversationState, move_guards: bool) -> Value {
+    if !move_guards {
+        return serde_json::to_value(&*state).unwrap_or_default();
+    }
+    let guards = std::mem::take(&mut state.guards);
+    let mut document = serde_json::to_value(&*state).unwrap_or_default();
+    if let Some(slot) = document.get_mut("guards") {
+        *slot = Value::Object(guards.into_iter().collect());
+    }
+    document
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A state with the given guard documents and a few other fields set.
+    fn state_with(guards: Vec<(String, i64, String)>, seen: usize) -> ConversationState {
+        let guards = guards
+            .into_iter()
+            .map(|(name, n, text)| (name, serde_json::json!({ "n": n, "text": text, "list": [n, null] })))
+            .collect();
+        ConversationState {
+            id: "c-1".into(),
+            guards,
+            seen,
+            recorded: seen,
+            requests: 3,
+            ..ConversationState::default()
+        }
+    }
+
+    proptest! {
+        /// Moving the guard documents in writes the very document copying them does, and the
+        /// state it leaves reads back (guards aside) as the one given.
+        #[test]
+        fn moving_the_guards_in_stores_the_same_document(
+            guards in proptest::collection::vec(("[a-z_]{1,12}", any::<i64>(), ".{0,16}"), 0..6),
+            seen in 0usize..1_000,
+        ) {
+            let original = state_with(guards, seen);
+            let copied = document(&mut original.clone(), false);
+            let mut moved_from = original.clone();
+            let moved = document(&mut moved_from, true);
+            prop_assert_eq!(&moved, &copied);
+            prop_assert_eq!(moved.to_string(), copied.to_string());
+            prop_assert!(moved_from.guards.is_empty());
+            prop_assert_eq!(ConversationState { guards: original.guards.clone(), ..moved_from }, original.clone());
+            let read: ConversationState = serde_json::from_value(moved).unwrap();
+            prop_assert_eq!(read, original);
         }
     }
 }
