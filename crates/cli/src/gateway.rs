@@ -54,6 +54,9 @@ pub struct GatewayArgs {
     /// `compaction.context_window` with a summary upstream (also `[gateway] compaction = true`).
     #[arg(long)]
     pub compaction: bool,
+    /// Threads serving requests [default: one per core this process may use].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub workers: Option<u32>,
 }
 
 /// The gateway's settings: the config file's `[gateway]` section with the flags over it.
@@ -110,8 +113,13 @@ fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<Gate
 
 /// `looprail gateway`.
 pub fn gateway(args: GatewayArgs, config: looprail::LooprailConfig) -> Result<u8, String> {
+    // Always set, so tokio never reads TOKIO_WORKER_THREADS (it panics on a bad value).
+    let workers = args.workers.or(config.gateway.workers).map_or_else(
+        || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        |n| n as usize,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;

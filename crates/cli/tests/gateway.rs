@@ -163,3 +163,43 @@ async fn the_config_files_gateway_section_sets_upstream_fallbacks_and_recording(
     assert!(bad.status.code() == Some(1) && stderr.contains("openai:MODEL"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The runtime's worker threads of a running process (tokio names them; no blocking task has
+/// run before the first request).
+#[cfg(target_os = "linux")]
+fn worker_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "tokio-rt-worker")
+        .count()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_workers_key_and_flag_set_the_threads_serving_requests_and_one_per_core_by_default() {
+    let dir = temp_dir("gateway-workers");
+    let config = dir.join("looprail.toml");
+    std::fs::write(&config, "[gateway]\nlisten = \"127.0.0.1:0\"\nrecord = false\nworkers = 3\n").unwrap();
+    let cores = std::thread::available_parallelism().unwrap().get();
+    for (flag, expected) in [(None, 3), (Some("1"), 1), (Some("default"), cores)] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_looprail"));
+        command.args(["gateway", "--store"]).arg(dir.join("gateway.db"));
+        match flag {
+            Some("default") => command.args(["--listen", "127.0.0.1:0", "--no-record"]),
+            Some(n) => command.arg("--config").arg(&config).args(["--workers", n]),
+            None => command.arg("--config").arg(&config),
+        };
+        let (mut gateway, _stderr, _address) = spawn_gateway(&mut command);
+        let threads = worker_threads(gateway.id());
+        let _ = Command::new("kill").args(["-TERM", &gateway.id().to_string()]).status();
+        assert!(gateway.wait().unwrap().success());
+        assert_eq!(threads, expected, "{flag:?}");
+    }
+    let bad =
+        Command::new(env!("CARGO_BIN_EXE_looprail")).args(["gateway", "--workers", "0"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(bad.status.code().is_some_and(|c| c != 0), "{stderr}");
+    assert!(stderr.contains("--workers") && stderr.trim().lines().count() == 1, "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -51,6 +51,9 @@ pub struct GatewaySettings {
     /// it on PostgreSQL), `before_answer` (set it when several gateway processes share one
     /// SQLite file) or `after_answer`.
     pub save_order: SaveOrder,
+    /// Threads serving requests: by default one per core this process may use (its CPU
+    /// affinity and cgroup quota counted), at most 1,024.
+    pub workers: Option<u32>,
 }
 
 /// The `[gateway] save_order` key.
@@ -93,13 +96,15 @@ impl Default for GatewaySettings {
             compaction: false,
             on_store_error: OnStoreError::FailClosed,
             save_order: SaveOrder::Auto,
+            workers: None,
         }
     }
 }
 
 impl GatewaySettings {
     /// Checks every value, naming the key: the listen address parses, upstreams are http(s)
-    /// URLs, at most 10 retries, a body limit of 1 to 1024 MiB, no blank model name.
+    /// URLs, at most 10 retries, a body limit of 1 to 1024 MiB, 1 to 1024 workers, no blank model
+    /// name.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.listen.parse::<std::net::SocketAddr>().is_err() {
             return Err(ConfigError::new("listen", "must be an address and port, like 127.0.0.1:8787"));
@@ -125,6 +130,9 @@ impl GatewaySettings {
                 return Err(ConfigError::new(format!("{key}[{index}]"), "must not be empty"));
             }
         }
+        if self.workers.is_some_and(|n| !(1..=1024).contains(&n)) {
+            return Err(ConfigError::new("workers", "must be between 1 and 1024"));
+        }
         if self.record_dir.trim().is_empty() {
             return Err(ConfigError::new("record_dir", "must not be empty"));
         }
@@ -143,6 +151,7 @@ mod tests {
             ("[gateway]\nopenai_upstream = \"ftp://x\"\n", "gateway.openai_upstream"),
             ("[gateway]\nretries = 99\n", "gateway.retries"),
             ("[gateway]\nbody_limit_mib = 0\n", "gateway.body_limit_mib"),
+            ("[gateway]\nworkers = 0\n", "gateway.workers"),
             (
                 "[gateway]\nanthropic_fallback_models = [\"a\", \" \"]\n",
                 "gateway.anthropic_fallback_models[1]",
