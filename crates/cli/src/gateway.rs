@@ -55,7 +55,7 @@ pub struct GatewayArgs {
     #[arg(long)]
     pub compaction: bool,
     /// Threads serving requests [default: one per core this process may use].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(looprail::gateway_settings::MAX_WORKERS)))]
     pub workers: Option<u32>,
 }
 

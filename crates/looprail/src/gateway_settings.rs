@@ -4,6 +4,9 @@
 use looprail_loop_core::config::ConfigError;
 use serde::{Deserialize, Serialize};
 
+/// The most worker threads `[gateway] workers` (and `looprail gateway --workers`) may ask for.
+pub const MAX_WORKERS: u32 = 1024;
+
 /// Settings of `looprail gateway` (the client token is not among them: it comes from
 /// `--require-key` or `LOOPRAIL_GATEWAY_KEY` only, so it never sits in a file).
 ///
@@ -130,8 +133,8 @@ impl GatewaySettings {
                 return Err(ConfigError::new(format!("{key}[{index}]"), "must not be empty"));
             }
         }
-        if self.workers.is_some_and(|n| !(1..=1024).contains(&n)) {
-            return Err(ConfigError::new("workers", "must be between 1 and 1024"));
+        if self.workers.is_some_and(|n| !(1..=MAX_WORKERS).contains(&n)) {
+            return Err(ConfigError::new("workers", format!("must be between 1 and {MAX_WORKERS}")));
         }
         if self.record_dir.trim().is_empty() {
             return Err(ConfigError::new("record_dir", "must not be empty"));
