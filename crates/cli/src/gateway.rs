@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use looprail::GatewaySettings;
 use looprail::journal::StoreLocation;
 use looprail_gateway::compaction::CompactionSettings;
 use looprail_gateway::{Gateway, GatewayConfig};
@@ -36,7 +37,7 @@ pub struct GatewayArgs {
     /// come from OPENAI_API_KEY / ANTHROPIC_API_KEY only.
     #[arg(long, env = "LOOPRAIL_GATEWAY_KEY")]
     pub require_key: Option<String>,
-    /// Retries of a failed upstream call (429, 5xx, 529, unreachable) [default: 3].
+    /// Retries of a failed upstream call (429, 5xx, 529, unreachable), at most 10 [default: 3].
     #[arg(long)]
     pub retries: Option<u32>,
     /// A model tried when the client's model keeps failing, `openai:MODEL` or
@@ -59,27 +60,18 @@ pub struct GatewayArgs {
     pub workers: Option<u32>,
 }
 
-/// The gateway's settings: the config file's `[gateway]` section with the flags over it.
-fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<GatewayConfig, String> {
-    let file = config.gateway;
-    let mut settings = GatewayConfig::new(config.loop_, config.guardrails);
-    settings.compaction = (args.compaction || file.compaction).then(|| CompactionSettings {
-        context_window: config.compaction.context_window,
-        threshold: config.compaction.threshold,
-        summary_max_tokens: config.compaction.summary_max_tokens,
-        summary_model: config.provider.summary_model.clone(),
-        ..CompactionSettings::default()
-    });
-    settings.upstream.openai = args.openai_upstream.clone().unwrap_or(file.openai_upstream);
-    settings.upstream.anthropic = args.anthropic_upstream.clone().unwrap_or(file.anthropic_upstream);
-    for url in [&settings.upstream.openai, &settings.upstream.anthropic] {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(format!("upstream {url:?} is not an http:// or https:// URL"));
-        }
+/// The config file's `[gateway]` section with the flags given over it, checked as one: a flag's
+/// value is held to the bounds of its key (the file's own keys were checked when it was read).
+fn flags_over(args: &GatewayArgs, mut file: GatewaySettings) -> Result<GatewaySettings, String> {
+    if let Some(url) = &args.openai_upstream {
+        file.openai_upstream.clone_from(url);
     }
-    settings.upstream.retries = args.retries.unwrap_or(file.retries);
-    settings.upstream.openai_fallbacks = file.openai_fallback_models;
-    settings.upstream.anthropic_fallbacks = file.anthropic_fallback_models;
+    if let Some(url) = &args.anthropic_upstream {
+        file.anthropic_upstream.clone_from(url);
+    }
+    if let Some(retries) = args.retries {
+        file.retries = retries;
+    }
     let (mut openai, mut anthropic) = (Vec::new(), Vec::new());
     for fallback in &args.fallbacks {
         match fallback.split_once(':') {
@@ -89,11 +81,37 @@ fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<Gate
         }
     }
     if !openai.is_empty() {
-        settings.upstream.openai_fallbacks = openai;
+        file.openai_fallback_models = openai;
     }
     if !anthropic.is_empty() {
-        settings.upstream.anthropic_fallbacks = anthropic;
+        file.anthropic_fallback_models = anthropic;
     }
+    file.compaction |= args.compaction;
+    file.record &= !args.no_record;
+    if args.workers.is_some() {
+        file.workers = args.workers;
+    }
+    // Only a flag can make a file that passed its own check fail here: name the flag.
+    file.validate().map_err(|e| format!("--{}: {}", e.key.replace('_', "-"), e.message))?;
+    Ok(file)
+}
+
+/// The gateway's settings: the config file's `[gateway]` section with the flags over it.
+fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<GatewayConfig, String> {
+    let file = flags_over(args, config.gateway)?;
+    let mut settings = GatewayConfig::new(config.loop_, config.guardrails);
+    settings.compaction = file.compaction.then(|| CompactionSettings {
+        context_window: config.compaction.context_window,
+        threshold: config.compaction.threshold,
+        summary_max_tokens: config.compaction.summary_max_tokens,
+        summary_model: config.provider.summary_model.clone(),
+        ..CompactionSettings::default()
+    });
+    settings.upstream.openai = file.openai_upstream;
+    settings.upstream.anthropic = file.anthropic_upstream;
+    settings.upstream.retries = file.retries;
+    settings.upstream.openai_fallbacks = file.openai_fallback_models;
+    settings.upstream.anthropic_fallbacks = file.anthropic_fallback_models;
     settings.pass_client_key = file.pass_client_key;
     settings.on_store_error = match file.on_store_error {
         looprail::OnStoreError::FailClosed => looprail_gateway::StoreFailure::FailClosed,
@@ -107,7 +125,7 @@ fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<Gate
     settings.require_key = args.require_key.clone().filter(|k| !k.is_empty());
     settings.body_limit = usize::try_from(file.body_limit_mib).unwrap_or(32).saturating_mul(1024 * 1024);
     let record_dir = args.record_dir.clone().unwrap_or_else(|| PathBuf::from(file.record_dir));
-    settings.record_dir = (file.record && !args.no_record).then_some(record_dir);
+    settings.record_dir = file.record.then_some(record_dir);
     Ok(settings)
 }
 
@@ -118,13 +136,13 @@ pub fn gateway(args: GatewayArgs, config: looprail::LooprailConfig) -> Result<u8
         || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
         |n| n as usize,
     );
+    let listen = args.listen.clone().unwrap_or_else(|| config.gateway.listen.clone());
+    let settings = settings(&args, config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let listen = args.listen.clone().unwrap_or_else(|| config.gateway.listen.clone());
-    let settings = settings(&args, config)?;
     runtime.block_on(async {
         let location = StoreLocation::parse(&args.store).map_err(|e| e.to_string())?;
         let store = looprail::journal::open(&location, false, None)

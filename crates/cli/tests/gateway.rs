@@ -161,6 +161,28 @@ async fn the_config_files_gateway_section_sets_upstream_fallbacks_and_recording(
         .unwrap();
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(bad.status.code() == Some(1) && stderr.contains("openai:MODEL"), "{stderr}");
+    // A flag is held to its key's bounds, and the message names the flag.
+    for (flag, value) in [("--retries", "11"), ("--anthropic-upstream", "ftp://example.com")] {
+        let mut gateway = Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(["gateway", "--listen", "127.0.0.1:0", "--no-record", flag, value, "--store"])
+            .arg(dir.join("gateway.db"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A gateway that accepted the value would listen until stopped: give it ten seconds.
+        let started = std::time::Instant::now();
+        while gateway.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = gateway.kill();
+                panic!("{flag} {value} was accepted");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let bad = gateway.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(1), "{flag}: {stderr}");
+        assert!(stderr.starts_with(&format!("error: {flag}: ")) && stderr.lines().count() == 1, "{stderr}");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
