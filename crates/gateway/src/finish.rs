@@ -2,6 +2,7 @@
 //! counting its tokens, recording the conversation and storing its state (with the
 //! fingerprint the client's next request will be known by, and a Responses reply's link).
 
+use looprail_loop_core::json_text::json_text;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -188,7 +189,7 @@ fn referable(items: &[Value]) -> Vec<Value> {
         })
         .cloned()
         .collect();
-    let bytes: usize = kept.iter().map(|item| item.to_string().len()).sum();
+    let bytes: usize = kept.iter().map(|item| json_text(item).len()).sum();
     if bytes > REFERABLE_BYTES { Vec::new() } else { kept }
 }
 

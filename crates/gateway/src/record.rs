@@ -46,10 +46,10 @@ pub fn append(dir: &Path, id: &str, messages: &[Message]) -> std::io::Result<()>
     if messages.is_empty() {
         return Ok(());
     }
-    let mut text = String::new();
+    let mut text = Vec::new();
     for line in messages.iter().flat_map(to_openai) {
-        text.push_str(&line.to_string());
-        text.push('\n');
+        serde_json::to_writer(&mut text, &line)?;
+        text.push(b'\n');
     }
     let path = file_for(dir, id);
     let open = || std::fs::OpenOptions::new().create(true).append(true).open(&path);
@@ -63,7 +63,7 @@ pub fn append(dir: &Path, id: &str, messages: &[Message]) -> std::io::Result<()>
         }
         Err(e) => return Err(e),
     };
-    file.write_all(text.as_bytes())
+    file.write_all(&text)
 }
 
 /// The gateway's recorder: one thread appending every conversation's recording in turn, off the

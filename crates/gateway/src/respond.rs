@@ -4,6 +4,7 @@
 use axum::body::Body;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderName, HeaderValue, Response, StatusCode};
+use looprail_loop_core::json_text::json_text;
 use serde_json::Value;
 
 use crate::identity::RUN_HEADER;
@@ -34,7 +35,7 @@ pub(crate) fn reply(
 
 /// A JSON answer.
 pub(crate) fn json(status: u16, body: &Value, run: Option<&str>) -> Response<Body> {
-    reply(status, "application/json", body.to_string(), run)
+    reply(status, "application/json", json_text(body), run)
 }
 
 /// The answer to a client without the gateway's key, in its API's error format.

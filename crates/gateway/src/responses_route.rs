@@ -5,6 +5,7 @@
 //! message, as the API reads it. A conversation stored upstream by the Conversations API
 //! (`conversation`) cannot be read and is refused, saying so.
 
+use looprail_loop_core::json_text::json_text;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -102,7 +103,7 @@ pub(crate) async fn responses(
         request.insert("input".to_owned(), Value::Array(items));
         keep.then_some(Start::Whole)
     };
-    let body = Bytes::from(Value::Object(request).to_string());
+    let body = Bytes::from(json_text(&Value::Object(request)));
     gateway.handle(api, "/v1/responses", &headers, body, start).await
 }
 

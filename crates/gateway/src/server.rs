@@ -2,6 +2,7 @@
 //! answer in the client's format. Each conversation's state lives in the run store, so a
 //! restarted gateway, or a second replica on the same store, goes on with it.
 
+use looprail_loop_core::json_text::json_text;
 use std::sync::Arc;
 
 use axum::Router;
@@ -213,7 +214,7 @@ impl Gateway {
             kept.as_ref().map(|s| s.text.as_str()),
             &messages,
         );
-        let answer = Box::pin(self.upstream.send(call, Bytes::from(body.to_string()))).await;
+        let answer = Box::pin(self.upstream.send(call, Bytes::from(json_text(&body)))).await;
         let (input, output) = api.usage(&answer.body);
         self.gate.replied(state, input, output);
         let text = (answer.status == 200)
@@ -308,7 +309,7 @@ impl Gateway {
                     api.add_instruction(&mut body, &final_instruction(reason));
                 }
             }
-            Bytes::from(body.to_string())
+            Bytes::from(json_text(&body))
         };
         let (model, include_usage) = (request.model.clone(), request.include_usage);
         // A concluded conversation ends with a text answer whatever the upstream does (F11): the

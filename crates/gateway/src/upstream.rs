@@ -3,6 +3,7 @@
 //! fallback chain (F23): when the client's model keeps failing, the same request goes to each
 //! fallback model in turn, with its own retries.
 
+use looprail_loop_core::json_text::json_text;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, Method};
@@ -138,7 +139,7 @@ impl Upstream {
         for model in fallbacks.iter().filter(|m| **m != first) {
             tracing::warn!(name: "agent.model.fallback", target: "looprail", from = %first, to = %model, status = last.status, "gateway falls back to another model");
             request["model"] = Value::String(model.clone());
-            let body = axum::body::Bytes::from(request.to_string());
+            let body = axum::body::Bytes::from(json_text(&request));
             match self.open_model(call, body).await {
                 Ok(response) => return Ok(response),
                 Err(answer) if retryable(answer.status) => last = answer,

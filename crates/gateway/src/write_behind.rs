@@ -19,6 +19,7 @@
 //! conversation then goes on from the state before, and its next request's guards observe the
 //! lost step's messages again (the history carries them), so nothing it did goes uncounted.
 
+use looprail_loop_core::json_text::json_text;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -179,7 +180,7 @@ impl WriteBehind {
             state.guards.clear();
         }
         let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !state.reply_items.is_empty() && document.to_string().len() > STATE_KEPT_BYTES {
+        if !state.reply_items.is_empty() && json_text(&document).len() > STATE_KEPT_BYTES {
             states.take(&state.id);
             return;
         }

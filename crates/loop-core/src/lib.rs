@@ -50,6 +50,7 @@ pub mod executor;
 pub mod finalize;
 pub mod guard;
 pub mod guards;
+pub mod json_text;
 pub mod message;
 pub mod outcome;
 pub mod price;

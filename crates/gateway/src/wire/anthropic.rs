@@ -1,5 +1,6 @@
 //! Anthropic Messages.
 
+use looprail_loop_core::json_text::json_text;
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
@@ -57,7 +58,7 @@ pub(super) fn message(i: usize, m: &Value, out: &mut Vec<Message>) -> Result<(),
                     ToolCall::new(
                         b["id"].as_str().unwrap_or_default(),
                         b["name"].as_str().unwrap_or_default(),
-                        b["input"].to_string(),
+                        json_text(&b["input"]),
                     )
                 })
                 .collect();
@@ -152,7 +153,7 @@ pub(super) fn to_stream(response: &Value) -> String {
             ),
             Some("tool_use") => (
                 json!({ "type": "tool_use", "id": block["id"], "name": block["name"], "input": {} }),
-                vec![json!({ "type": "input_json_delta", "partial_json": block["input"].to_string() })],
+                vec![json!({ "type": "input_json_delta", "partial_json": json_text(&block["input"]) })],
             ),
             // Extended thinking: its text, then the signature the next request must send back.
             Some("thinking") => (

@@ -6,6 +6,7 @@
 //! is an error. For any message it reads it gives what that one gives (a property test holds
 //! them to it).
 
+use looprail_loop_core::json_text::json_text;
 use std::fmt;
 
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
@@ -63,7 +64,7 @@ pub(crate) fn read(raw: &str) -> Option<Vec<Message>> {
                 .into_iter()
                 .filter(|b| is(&b.0, "tool_use"))
                 .map(|Object(b)| {
-                    let input = b.input.unwrap_or(Value::Null).to_string();
+                    let input = json_text(&b.input.unwrap_or(Value::Null));
                     ToolCall::new(&*text_or_empty(b.id), &*text_or_empty(b.name), input)
                 })
                 .collect();

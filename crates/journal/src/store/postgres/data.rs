@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::*;
 use crate::store::common::check_holder;
+use looprail_loop_core::json_text::json_text;
 
 impl PostgresStore {
     /// Locks the run row for this transaction and refuses when another worker holds the run;
@@ -308,7 +309,7 @@ impl PostgresStore {
              ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
         )
         .bind(conversation)
-        .bind(body.to_string())
+        .bind(json_text(body))
         .bind(now_ms())
         .execute(&self.pool)
         .await
@@ -329,15 +330,15 @@ impl PostgresStore {
                  ON CONFLICT (conversation) DO NOTHING",
             )
             .bind(key)
-            .bind(body.to_string())
+            .bind(json_text(body))
             .bind(now_ms()),
             Some(expected) => sqlx::query(
                 "UPDATE journals SET body = $2, updated_at = $3 WHERE conversation = $1 AND body = $4",
             )
             .bind(key)
-            .bind(body.to_string())
+            .bind(json_text(body))
             .bind(now_ms())
-            .bind(expected.to_string()),
+            .bind(json_text(expected)),
         };
         let done = done.execute(&self.pool).await.map_err(db)?;
         Ok(done.rows_affected() == 1)
@@ -363,10 +364,10 @@ impl PostgresStore {
         entries: &[(String, serde_json::Value)],
     ) -> Result<bool, JournalError> {
         let mut keys = vec![key];
-        let mut bodies = vec![body.to_string()];
+        let mut bodies = vec![json_text(body)];
         for (entry, document) in entries {
             keys.push(entry);
-            bodies.push(document.to_string());
+            bodies.push(json_text(document));
         }
         let done = sqlx::query(
             "INSERT INTO journals (conversation, body, updated_at)
@@ -378,7 +379,7 @@ impl PostgresStore {
         .bind(&bodies)
         .bind(now_ms())
         .bind(key)
-        .bind(expected.map(serde_json::Value::to_string))
+        .bind(expected.map(json_text))
         .execute(&self.pool)
         .await
         .map_err(db)?;
@@ -409,7 +410,7 @@ impl PostgresStore {
         entries: &[(String, serde_json::Value)],
     ) -> Result<(), JournalError> {
         let (keys, bodies): (Vec<&str>, Vec<String>) =
-            entries.iter().map(|(k, b)| (k.as_str(), b.to_string())).unzip();
+            entries.iter().map(|(k, b)| (k.as_str(), json_text(b))).unzip();
         sqlx::query(
             "INSERT INTO journals (conversation, body, updated_at)
              SELECT k, b, $3 FROM UNNEST($1::TEXT[], $2::TEXT[]) AS t(k, b)

@@ -3,6 +3,7 @@
 use sqlx::Row;
 
 use super::*;
+use looprail_loop_core::json_text::json_text;
 
 /// The most documents written by one statement (SQLite binds at most 32,766 values).
 const SAVED_IN_ONE_STATEMENT: usize = 300;
@@ -36,7 +37,7 @@ impl SqliteStore {
              ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
         )
         .bind(conversation)
-        .bind(body.to_string())
+        .bind(json_text(body))
         .bind(now_ms())
         .execute(&mut *self.journal_writer().await?)
         .await
@@ -67,15 +68,15 @@ impl SqliteStore {
                  ON CONFLICT (conversation) DO NOTHING",
             )
             .bind(key)
-            .bind(body.to_string())
+            .bind(json_text(body))
             .bind(now_ms()),
             Some(expected) => sqlx::query(
                 "UPDATE journals SET body = ?, updated_at = ? WHERE conversation = ? AND body = ?",
             )
-            .bind(body.to_string())
+            .bind(json_text(body))
             .bind(now_ms())
             .bind(key)
-            .bind(expected.to_string()),
+            .bind(json_text(expected)),
         };
         let done = done.execute(executor).await.map_err(self.db())?;
         Ok(done.rows_affected() == 1)
@@ -144,11 +145,11 @@ impl SqliteStore {
              WHERE journals.conversation <> ? OR journals.body = ?"
         );
         let now = now_ms();
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(key).bind(body.to_string()).bind(now);
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(key).bind(json_text(body)).bind(now);
         for (entry, document) in entries {
-            query = query.bind(entry).bind(document.to_string()).bind(now);
+            query = query.bind(entry).bind(json_text(document)).bind(now);
         }
-        let query = query.bind(key).bind(expected.map(serde_json::Value::to_string));
+        let query = query.bind(key).bind(expected.map(json_text));
         let done = query.execute(executor).await.map_err(self.db())?;
         Ok(done.rows_affected() == entries.len() as u64 + 1)
     }
@@ -216,7 +217,7 @@ impl SqliteStore {
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for (key, body) in entries {
-            query = query.bind(key).bind(body.to_string()).bind(now);
+            query = query.bind(key).bind(json_text(body)).bind(now);
         }
         query.execute(executor).await.map_err(self.db())?;
         Ok(())
