@@ -97,8 +97,11 @@ fn flags_over(args: &GatewayArgs, mut file: GatewaySettings) -> Result<GatewaySe
 }
 
 /// The gateway's settings: the config file's `[gateway]` section with the flags over it.
-fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<GatewayConfig, String> {
-    let file = flags_over(args, config.gateway)?;
+fn settings(
+    args: &GatewayArgs,
+    file: GatewaySettings,
+    config: looprail::LooprailConfig,
+) -> Result<GatewayConfig, String> {
     let mut settings = GatewayConfig::new(config.loop_, config.guardrails);
     settings.compaction = file.compaction.then(|| CompactionSettings {
         context_window: config.compaction.context_window,
@@ -130,14 +133,15 @@ fn settings(args: &GatewayArgs, config: looprail::LooprailConfig) -> Result<Gate
 }
 
 /// `looprail gateway`.
-pub fn gateway(args: GatewayArgs, config: looprail::LooprailConfig) -> Result<u8, String> {
+pub fn gateway(args: GatewayArgs, mut config: looprail::LooprailConfig) -> Result<u8, String> {
+    let file = flags_over(&args, std::mem::take(&mut config.gateway))?;
     // Always set, so tokio never reads TOKIO_WORKER_THREADS (it panics on a bad value).
-    let workers = args.workers.or(config.gateway.workers).map_or_else(
+    let workers = file.workers.map_or_else(
         || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
         |n| n as usize,
     );
-    let listen = args.listen.clone().unwrap_or_else(|| config.gateway.listen.clone());
-    let settings = settings(&args, config)?;
+    let listen = args.listen.clone().unwrap_or_else(|| file.listen.clone());
+    let settings = settings(&args, file, config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
