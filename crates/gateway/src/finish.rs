@@ -2,11 +2,11 @@
 //! counting its tokens, recording the conversation and storing its state (with the
 //! fingerprint the client's next request will be known by, and a Responses reply's link).
 
-use looprail_loop_core::json_text::json_text;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::http::Response;
+use looprail_loop_core::json_text::json_text;
 use looprail_loop_core::message::Message;
 use serde_json::Value;
 

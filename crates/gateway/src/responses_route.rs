@@ -5,12 +5,12 @@
 //! message, as the API reads it. A conversation stored upstream by the Conversations API
 //! (`conversation`) cannot be read and is refused, saying so.
 
-use looprail_loop_core::json_text::json_text;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Response};
+use looprail_loop_core::json_text::json_text;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 

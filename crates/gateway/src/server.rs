@@ -2,7 +2,6 @@
 //! answer in the client's format. Each conversation's state lives in the run store, so a
 //! restarted gateway, or a second replica on the same store, goes on with it.
 
-use looprail_loop_core::json_text::json_text;
 use std::sync::Arc;
 
 use axum::Router;
@@ -12,6 +11,7 @@ use axum::http::{HeaderMap, Response};
 use axum::routing::{get, post};
 use looprail_guardrails::replay::{ErrorClassifier, ErrorPatterns};
 use looprail_journal::{JournalError, now_ms};
+use looprail_loop_core::json_text::json_text;
 use looprail_loop_core::message::Message;
 use serde_json::Value;
 

@@ -3,10 +3,10 @@
 //! fallback chain (F23): when the client's model keeps failing, the same request goes to each
 //! fallback model in turn, with its own retries.
 
-use looprail_loop_core::json_text::json_text;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, Method};
+use looprail_loop_core::json_text::json_text;
 use serde_json::Value;
 
 use crate::http_client::Outgoing;

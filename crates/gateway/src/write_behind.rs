@@ -19,10 +19,10 @@
 //! conversation then goes on from the state before, and its next request's guards observe the
 //! lost step's messages again (the history carries them), so nothing it did goes uncounted.
 
-use looprail_loop_core::json_text::json_text;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use looprail_loop_core::json_text::json_text;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Notify;

@@ -6,9 +6,9 @@
 //! is an error. For any message it reads it gives what that one gives (a property test holds
 //! them to it).
 
-use looprail_loop_core::json_text::json_text;
 use std::fmt;
 
+use looprail_loop_core::json_text::json_text;
 use looprail_loop_core::message::{Message, ToolCall, ToolResult};
 use looprail_providers::fields::{Field, Object};
 use serde::Deserialize;
