@@ -60,6 +60,7 @@ pub mod response_chain;
 mod responses_route;
 mod save;
 mod server;
+mod server_timing;
 mod state_store;
 mod store_failure;
 pub mod upstream;

@@ -22,6 +22,7 @@ use crate::identity::{self, LOOKBACK, RUN_HEADER};
 use crate::request::Request;
 use crate::respond::{json, refused, reply};
 use crate::response_chain::Start;
+use crate::server_timing::Timing;
 use crate::store_failure::Unprepared;
 use crate::upstream::Call;
 use crate::wire::Api;
@@ -243,6 +244,7 @@ impl Gateway {
         if !self.authorized(headers) {
             return refused(api);
         }
+        let mut timing = Timing::start();
         let mut request = match Request::parse(api, &raw) {
             Ok(request) => request,
             Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
@@ -319,18 +321,21 @@ impl Gateway {
             Verdict::Forward { .. } => None,
         };
         drop(request);
-        let response = match (self.upstream.open(&call, outgoing).await, &fallback) {
+        timing.sent();
+        let opened = self.upstream.open(&call, outgoing).await;
+        timing.answered();
+        let response = match (opened, &fallback) {
             (Ok(response), _) => response,
             (Err(answer), Some(text)) => {
                 tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, status = answer.status, "gateway: the final answer could not be fetched; the deterministic one is given");
                 let answer = crate::wire::final_text::text_reply(api, &model, text);
                 let message = api.reply_message(&answer);
-                return self.answer(done, answer, None, message, stream, include_usage).await;
+                return timing.stamp(self.answer(done, answer, None, message, stream, include_usage).await);
             }
             (Err(answer), None) => {
                 let id = done.state.id.clone();
                 self.save(crate::save::Save::state_only(done)).await;
-                return json(answer.status, &answer.body, Some(&id));
+                return timing.stamp(json(answer.status, &answer.body, Some(&id)));
             }
         };
         let is_stream = response
@@ -339,10 +344,11 @@ impl Gateway {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if relay && is_stream {
-            return self.relay(done, &model, response);
+            return timing.stamp(self.relay(done, &model, response));
         }
         // The upstream's bytes go to the client as they came unless the answer is changed here.
         let (mut answer, mut raw) = crate::upstream::read_answer(api, response).await;
+        timing.answered();
         // The reply as a looprail message, read once (again only when the answer changes).
         let mut message = api.reply_message(&answer);
         if let Some(text) = &fallback
@@ -374,7 +380,7 @@ impl Gateway {
                 done.state.degenerate_reply = true;
             }
         }
-        self.answer(done, answer, raw, message, stream, include_usage).await
+        timing.stamp(self.answer(done, answer, raw, message, stream, include_usage).await)
     }
 
     /// Counts and stores a complete answer (`message`: its reply as a looprail message), then
