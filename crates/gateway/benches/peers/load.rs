@@ -33,6 +33,10 @@ pub struct Sample {
     pub last: Duration,
     /// An error status, a broken connection or a timeout.
     pub failed: bool,
+    /// The system's own time as its `server-timing` header's `gateway` metric says (looprail's).
+    pub own: Option<Duration>,
+    /// The upstream's time as the system saw it (the header's `upstream` metric).
+    pub seen_upstream: Option<Duration>,
 }
 
 /// A system under measurement: its name and where requests go.
@@ -65,7 +69,13 @@ impl Target {
 
     /// Sends `request`, timing from `due` (now, or when it was sent).
     pub async fn send(&self, api: Api, request: Prepared, due: Instant) -> Sample {
-        let failed = |due: Instant| Sample { first: due.elapsed(), last: due.elapsed(), failed: true };
+        let failed = |due: Instant| Sample {
+            first: due.elapsed(),
+            last: due.elapsed(),
+            failed: true,
+            own: None,
+            seen_upstream: None,
+        };
         let response = self
             .client
             .post(format!("{}{}", self.base, api.path()))
@@ -79,6 +89,8 @@ impl Target {
             .await;
         let Ok(response) = response else { return failed(due) };
         let ok = response.status().is_success();
+        let (own, seen_upstream) =
+            (metric(response.headers(), "gateway"), metric(response.headers(), "upstream"));
         let mut chunks = response.bytes_stream();
         let mut first = None;
         let mut bytes = 0;
@@ -90,8 +102,15 @@ impl Target {
             }
         }
         let last = due.elapsed();
-        Sample { first: first.unwrap_or(last), last, failed: !ok || bytes == 0 }
+        Sample { first: first.unwrap_or(last), last, failed: !ok || bytes == 0, own, seen_upstream }
     }
+}
+
+/// Metric `name` of a `server-timing` header (`gateway;dur=0.182, upstream;dur=0.241`).
+fn metric(headers: &reqwest::header::HeaderMap, name: &str) -> Option<Duration> {
+    let value = headers.get("server-timing")?.to_str().ok()?;
+    let dur = value.split(',').find_map(|metric| metric.trim().strip_prefix(name)?.strip_prefix(";dur="))?;
+    Some(Duration::from_secs_f64(dur.trim().parse::<f64>().ok()? / 1e3))
 }
 
 /// The pause after each answer of the one-client load: what a system still does after its

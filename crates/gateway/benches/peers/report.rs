@@ -70,6 +70,12 @@ pub struct Row {
     pub added: Option<Spread>,
     /// `first` minus the direct upstream's at the same load.
     pub added_first: Option<Spread>,
+    /// The system's own time by its `server-timing` header (looprail's `gateway` metric: from
+    /// the request's body read to the answer's head, the upstream's time left out).
+    pub own: Option<Spread>,
+    /// The upstream's time as the system saw it (the header's `upstream` metric: from the
+    /// request's send to the answer read, or a stream's head).
+    pub seen_upstream: Option<Spread>,
     /// CPU milliseconds the system's processes used per request (`None` for the upstream,
     /// which runs in the load generator's process).
     pub cpu_per_request: Option<f64>,
@@ -100,6 +106,8 @@ impl Row {
             first: Spread::of(answered.iter().map(|s| s.first).collect()),
             added: None,
             added_first: None,
+            own: Spread::of(answered.iter().filter_map(|s| s.own).collect()),
+            seen_upstream: Spread::of(answered.iter().filter_map(|s| s.seen_upstream).collect()),
             cpu_per_request: None,
             unavailable: None,
         }
@@ -152,6 +160,13 @@ impl Row {
             row["added_ttfb_p90_ms"] = json!(ms(self.added_first.map(|s| s.p90)));
             row["added_ttfb_p99_ms"] = json!(ms(self.added_first.map(|s| s.p99)));
         }
+        if let Some(own) = self.own {
+            row["own_p50_ms"] = json!(ms(Some(own.p50)));
+            row["own_p99_ms"] = json!(ms(Some(own.p99)));
+        }
+        if let Some(seen) = self.seen_upstream {
+            row["seen_upstream_p50_ms"] = json!(ms(Some(seen.p50)));
+        }
         if let Some(reason) = &self.unavailable {
             row["unavailable"] = json!(reason);
         }
@@ -170,7 +185,7 @@ fn load_name(load: Load) -> String {
 /// Prints the rows as a table.
 pub fn print(rows: &[Row]) {
     println!(
-        "{:<9} {:<9} {:<6} {:<10} {:>7} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8}",
+        "{:<9} {:<9} {:<6} {:<10} {:>7} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8} {:>8} {:>8}",
         "system",
         "api",
         "stream",
@@ -183,7 +198,9 @@ pub fn print(rows: &[Row]) {
         "added p90",
         "added p99",
         "added ttfb50",
-        "cpu/req"
+        "cpu/req",
+        "own p50",
+        "its up50"
     );
     let cell = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
     for row in rows {
@@ -198,7 +215,7 @@ pub fn print(rows: &[Row]) {
             continue;
         }
         println!(
-            "{:<9} {:<9} {:<6} {:<10} {:>7.0} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8}",
+            "{:<9} {:<9} {:<6} {:<10} {:>7.0} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8} {:>8} {:>8}",
             row.system,
             row.api,
             row.stream,
@@ -212,10 +229,14 @@ pub fn print(rows: &[Row]) {
             cell(row.added.map(|s| s.p99)),
             if row.stream { cell(row.added_first.map(|s| s.p50)) } else { String::new() },
             cell(row.cpu_per_request),
+            cell(row.own.map(|s| s.p50)),
+            cell(row.seen_upstream.map(|s| s.p50)),
         );
     }
     println!(
         "(milliseconds: p50/p99 to the last byte; added = over the upstream direct at the same load;
-cpu/req = CPU time of the system's processes per request)"
+cpu/req = CPU time of the system's processes per request; own p50 = the system's own time by its
+server-timing header, looprail's `gateway` metric: from the request's body read to the answer's head;
+its up50 = the upstream's time as the system saw it, its `upstream` metric)"
     );
 }
