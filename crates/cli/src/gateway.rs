@@ -96,12 +96,9 @@ fn flags_over(args: &GatewayArgs, mut file: GatewaySettings) -> Result<GatewaySe
     Ok(file)
 }
 
-/// The gateway's settings: the config file's `[gateway]` section with the flags over it.
-fn settings(
-    args: &GatewayArgs,
-    file: GatewaySettings,
-    config: looprail::LooprailConfig,
-) -> Result<GatewayConfig, String> {
+/// The gateway's settings from `file` (the config file's `[gateway]` section with the flags
+/// over it, already checked: see [`flags_over`]) and the rest of the config.
+fn settings(args: &GatewayArgs, file: GatewaySettings, config: looprail::LooprailConfig) -> GatewayConfig {
     let mut settings = GatewayConfig::new(config.loop_, config.guardrails);
     settings.compaction = file.compaction.then(|| CompactionSettings {
         context_window: config.compaction.context_window,
@@ -129,7 +126,7 @@ fn settings(
     settings.body_limit = usize::try_from(file.body_limit_mib).unwrap_or(32).saturating_mul(1024 * 1024);
     let record_dir = args.record_dir.clone().unwrap_or_else(|| PathBuf::from(file.record_dir));
     settings.record_dir = file.record.then_some(record_dir);
-    Ok(settings)
+    settings
 }
 
 /// `looprail gateway`.
@@ -141,7 +138,7 @@ pub fn gateway(args: GatewayArgs, mut config: looprail::LooprailConfig) -> Resul
         |n| n as usize,
     );
     let listen = args.listen.clone().unwrap_or_else(|| file.listen.clone());
-    let settings = settings(&args, file, config)?;
+    let settings = settings(&args, file, config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
