@@ -10,10 +10,9 @@
 //!   fallback models count here.
 //! - `gateway`: the rest of the request's time in the gateway, from its body read to the
 //!   answer's head: reading the request and its conversation, the guards, a summary call when
-//!   compaction runs, and,
-//!   for an answer read whole, the work on it before it goes out (the save too, when it is
-//!   made before the answer). A relayed stream's own work on each event comes after the head
-//!   and is not in it.
+//!   compaction runs, and, for an answer read whole, the work on it before it goes out (the save
+//!   too, when it is made before the answer). A relayed stream's own work on each event comes
+//!   after the head and is not in it.
 
 use std::time::{Duration, Instant};
 
