@@ -154,27 +154,34 @@ pub fn gateway(args: GatewayArgs, mut config: looprail::LooprailConfig) -> Resul
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
+        // The signals are taken before the gateway says it listens: a supervisor's SIGTERM right
+        // after that line then stops it cleanly instead of killing it.
+        let stop = shutdown();
         eprintln!("[gateway] listening on http://{address} (store {})", location.display());
-        looprail_gateway::serve(listener, gateway, shutdown()).await;
+        looprail_gateway::serve(listener, gateway, stop).await;
         eprintln!("[gateway] stopped");
         Ok(crate::exit::COMPLETED)
     })
 }
 
-/// Completes at the first SIGINT or SIGTERM.
-async fn shutdown() {
+/// Takes SIGINT and SIGTERM from now on (not from the returned future's first poll: until then
+/// a signal would still kill the process); the future completes at the first one.
+fn shutdown() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         if let (Ok(mut interrupt), Ok(mut terminate)) =
             (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
         {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-            return;
+            return Box::pin(async move {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+            });
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
+    Box::pin(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
