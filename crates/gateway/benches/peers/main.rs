@@ -10,9 +10,10 @@
 //! at the same load. Rows go to `target/bench/gateway-peers.json` and a table; the issue's
 //! targets are checked last (exit status 1 when one is missed).
 //!
-//! The xtask provides the programs (environment): `LOOPRAIL_PEERS_LOOPRAIL` (the release
-//! binary), `LOOPRAIL_PEERS_NGINX`, `LOOPRAIL_PEERS_LITELLM` (its venv's `litellm`), each
-//! `LOOPRAIL_PEERS_<NAME>_REASON` when it could not be had; `LOOPRAIL_PEERS_QUICK=1` shortens
+//! The xtask provides the programs (environment): `LOOPRAIL_PEERS_LOOPRAIL` (the binary the
+//! packages ship, with `LOOPRAIL_PEERS_LOOPRAIL_BUILD` saying how it was built, which the
+//! JSON's `versions.looprail_build` repeats), `LOOPRAIL_PEERS_NGINX`, `LOOPRAIL_PEERS_LITELLM`
+//! (its venv's `litellm`), each `LOOPRAIL_PEERS_<NAME>_REASON` when it could not be had; `LOOPRAIL_PEERS_QUICK=1` shortens
 //! every load (a smoke run, not figures); `LOOPRAIL_PEERS_SYSTEMS=nginx,looprail` measures only
 //! the systems named (and the upstream direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` the
 //! loads named, in that order (`1` is the one client in turn; `1,max,1` measures it before and
@@ -321,7 +322,8 @@ async fn run() -> Result<usize, String> {
     let document = json!({
         "machine": {"cores": cores, "cpu": cpu_model(), "quick": quick, "file_create_us": file_create_us},
         "versions": {"nginx": std::env::var("LOOPRAIL_PEERS_NGINX_VERSION").ok(),
-            "litellm": std::env::var("LOOPRAIL_PEERS_LITELLM_VERSION").ok()},
+            "litellm": std::env::var("LOOPRAIL_PEERS_LITELLM_VERSION").ok(),
+            "looprail_build": std::env::var("LOOPRAIL_PEERS_LOOPRAIL_BUILD").ok()},
         "rows": rows.iter().map(|r| r.json(cores)).collect::<Vec<_>>(),
     });
     let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;

@@ -59,13 +59,26 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// How long a system asked to stop may take before it is killed.
+const STOPPING: Duration = Duration::from_secs(5);
+
 impl Drop for Running {
     fn drop(&mut self) {
         // The whole process group (`start` made one per system): nginx's and LiteLLM's workers
         // outlive a master killed alone, and went on holding memory (and LiteLLM's, CPU)
-        // through every later measurement on the machine.
+        // through every later measurement on the machine. Asked to stop first (SIGTERM), as a
+        // supervisor would: an instrumented looprail writes its profile only on a clean exit
+        // (`cargo xtask pgo` trains on this benchmark).
         #[cfg(unix)]
-        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
+        {
+            let group = format!("-{}", self.child.id());
+            let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+            let asked = Instant::now();
+            while matches!(self.child.try_wait(), Ok(None)) && asked.elapsed() < STOPPING {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
