@@ -4,7 +4,8 @@
 //! `@looprail/cli-<os>-<cpu>` holding the binary, and `looprail`, the wrapper that runs it
 //! (packaging/npm/looprail), as esbuild and biome ship theirs. The version is the workspace's.
 //! A target other than this machine's is built with `maturin --zig` (Linux); macOS wheels are
-//! built on a macOS machine. `--check` then installs both into fresh places with no Rust on
+//! built on a macOS machine. For this machine's target the binary is optimised with a profile
+//! of the gateway at work (`pgo`; `--no-pgo` skips it); other targets get none. `--check` then installs both into fresh places with no Rust on
 //! PATH and runs `looprail --version`, `looprail demo` and one gateway round trip from each.
 
 use std::path::{Path, PathBuf};
@@ -15,7 +16,8 @@ const MATURIN: &str = "maturin==1.16.0";
 /// The most a wheel may weigh.
 const WHEEL_LIMIT: u64 = 15 << 20;
 
-fn run(command: &mut Command) -> Result<(), String> {
+/// Runs `command`, shown first; an error unless it succeeds.
+pub(crate) fn run(command: &mut Command) -> Result<(), String> {
     let shown = format!("{command:?}");
     eprintln!("$ {shown}");
     let status = command.status().map_err(|e| format!("cannot start {shown}: {e}"))?;
@@ -86,9 +88,27 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     let triple = target.clone().unwrap_or_else(|| host.clone());
     let cross = triple != host;
     let version = version()?;
+    // Optimised with a profile of the gateway at work (see `pgo`), for this machine's target:
+    // the training runs the binary it measures.
+    // Without rustup's llvm-profdata (a machine that cannot reach rustup's server) the binary is
+    // built as before, and says so; a training that fails is an error.
+    let tool = (!cross && !flags.iter().any(|f| f == "--no-pgo"))
+        .then(|| {
+            crate::pgo::llvm_profdata()
+                .map_err(|why| eprintln!("pgo: skipped, the binary is built without a profile: {why}"))
+                .ok()
+        })
+        .flatten();
+    let pgo = tool.is_some();
     // The wheel (maturin builds the binary with the `dist` profile: release, stripped).
     let mut build = Command::new(maturin(cross)?);
     build.args(["build", "-m", "crates/cli/Cargo.toml", "--out", "target/wheels"]);
+    if let Some(tool) = &tool {
+        let profdata = crate::pgo::profile(tool)?;
+        build
+            .env("RUSTFLAGS", crate::pgo::rustflags(&profdata))
+            .env("CARGO_TARGET_DIR", crate::pgo::optimised_dir());
+    }
     if let Some(target) = &target {
         build.args(["--target", target]);
     }
@@ -111,9 +131,10 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     if size > WHEEL_LIMIT {
         return Err(format!("the wheel weighs {size} bytes, over {WHEEL_LIMIT}"));
     }
+    let built = if pgo { crate::pgo::optimised_dir() } else { PathBuf::from("target") };
     let binary = match &target {
-        Some(t) => PathBuf::from(format!("target/{t}/dist/looprail")),
-        None => PathBuf::from("target/dist/looprail"),
+        Some(t) => built.join(t).join("dist/looprail"),
+        None => built.join("dist/looprail"),
     };
     let tarballs = npm(&version, &triple, &binary)?;
     if flags.iter().any(|f| f == "--check") {

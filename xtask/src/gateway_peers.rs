@@ -1,6 +1,6 @@
 //! `cargo xtask bench gateway-peers` (issue 37): provides the programs the gateway-peers
-//! benchmark measures, then runs it (`crates/gateway/benches/peers`): the release `looprail`
-//! binary; nginx from the system, installed with apt when missing and permitted (root or
+//! benchmark measures, then runs it (`crates/gateway/benches/peers`): the `looprail` binary the
+//! packages ship (`dist` profile, optimised with a profile of the gateway at work: `pgo`); nginx from the system, installed with apt when missing and permitted (root or
 //! password-less sudo); the LiteLLM proxy in a venv under `target/bench/litellm-venv`, made from
 //! `xtask/peers/litellm-requirements.txt` (every package pinned) and made again when that file
 //! changes. A peer that cannot be had is passed as a reason: its rows say why.
@@ -99,17 +99,26 @@ fn litellm(root: &Path) -> Result<(PathBuf, String), String> {
 /// Runs the benchmark; returns the number of missed targets.
 pub fn gateway_peers() -> Result<usize, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let built = Command::new(crate::cargo_bin())
-        .args(["build", "--release", "-q", "-p", "looprail-cli", "--bin", "looprail"])
-        .current_dir(&root)
-        .status()
-        .map_err(|e| format!("cannot build looprail: {e}"))?;
-    if !built.success() {
-        return Err("building looprail failed".into());
-    }
+    // The binary the packages ship: optimised with a profile of the gateway at work; the plain
+    // release build where rustup's llvm-profdata cannot be had (the rows say which).
+    let (looprail, build) = match crate::pgo::llvm_profdata() {
+        Ok(_) => (crate::pgo::optimised_binary()?, "dist profile, PGO"),
+        Err(why) => {
+            eprintln!("pgo: skipped, measuring the release build without a profile: {why}");
+            let built = Command::new(crate::cargo_bin())
+                .args(["build", "--release", "-q", "-p", "looprail-cli", "--bin", "looprail"])
+                .current_dir(&root)
+                .status()
+                .map_err(|e| format!("cannot build looprail: {e}"))?;
+            if !built.success() {
+                return Err("building looprail failed".into());
+            }
+            (root.join("target/release/looprail"), "release profile, no PGO")
+        }
+    };
     let mut bench = Command::new(crate::cargo_bin());
     bench.args(["bench", "-q", "-p", "looprail-gateway", "--bench", "peers"]).current_dir(&root);
-    bench.env("LOOPRAIL_PEERS_LOOPRAIL", root.join("target/release/looprail"));
+    bench.env("LOOPRAIL_PEERS_LOOPRAIL", looprail).env("LOOPRAIL_PEERS_LOOPRAIL_BUILD", build);
     for (name, found) in [("NGINX", nginx()), ("LITELLM", litellm(&root))] {
         match found {
             Ok((path, version)) => {

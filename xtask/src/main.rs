@@ -9,12 +9,14 @@
 //!   `bench audit`: the audit against a one-rule Python script and against reading and parsing
 //!   the same files ([`mod@bench`]); `bench hook`: the hook command, a process per event;
 //!   `bench gateway-peers`: the gateway beside nginx and the LiteLLM proxy, one fake upstream,
-//!   the same loads ([`mod@gateway_peers`]).
+//!   the same loads ([`mod@gateway_peers`]), measuring the binary the packages ship.
+//! - `pgo`: `looprail` optimised with a profile of the gateway at work, the binary `dist` packs
+//!   and `bench gateway-peers` measures ([`mod@pgo`]).
 //! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
 //!   their last tag, and of the wheels and npm packages `dist` built; a dry run unless told
 //!   otherwise (see [`release`]).
-//! - `dist [--target TRIPLE] [--check]`: the `looprail` binary as a Python wheel and npm
-//!   packages, for people without Rust; `--check` installs and runs them ([`mod@dist`]).
+//! - `dist [--target TRIPLE] [--check] [--no-pgo]`: the `looprail` binary as a Python wheel and
+//!   npm packages, for people without Rust; `--check` installs and runs them ([`mod@dist`]).
 //! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
 //! - `chaos`: the full multi-worker chaos test (200 runs on 20 lanes, 3 workers SIGKILLed at
 //!   random, PostgreSQL); CI runs a shorter one.
@@ -23,6 +25,7 @@ mod bench;
 mod dist;
 mod gateway_peers;
 mod hook_speed;
+mod pgo;
 
 use std::process::{Command, ExitCode};
 
@@ -312,13 +315,14 @@ fn main() -> ExitCode {
         Some("deny") => deny(),
         Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("dist") => dist::dist(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("pgo") => pgo::optimised_binary().map(|binary| println!("{}", binary.display())),
         Some("docs") => docs(),
         Some("chaos") => chaos(),
         Some(other) => {
-            Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, dist, docs, chaos"))
+            Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, dist, pgo, docs, chaos"))
         }
         None => Err(
-            "usage: cargo xtask <ci|deny|bench [audit|hook|gateway-peers]|release|dist [--target T] [--check]|docs|chaos>"
+            "usage: cargo xtask <ci|deny|bench [audit|hook|gateway-peers]|release|dist [--target T] [--check] [--no-pgo]|pgo|docs|chaos>"
                 .to_owned(),
         ),
     };

@@ -1,0 +1,204 @@
+//! Profile-guided optimisation of the `looprail` binary the packages ship (`cargo xtask dist`)
+//! and the gateway benchmark measures (`cargo xtask bench gateway-peers`).
+//!
+//! At one client the gateway's request path runs cold: its code and data left the caches
+//! while the client and the upstream ran, so the same work costs three to four times its
+//! CPU under load. Laying the code out by how often it runs (hot functions together, cold
+//! branches apart) is what PGO does, and on the peers benchmark it took 0.02–0.13 ms off the
+//! added time at one client and 3–20 % off the CPU per request (docs/gateway.md, "Beside
+//! nginx and LiteLLM").
+//!
+//! Three steps, each in a target directory of its own under `target/pgo/` (flags that differ
+//! would otherwise rebuild the usual `target/` every time):
+//!
+//! 1. `looprail` built instrumented (`-Cprofile-generate`), with the `dist` profile;
+//! 2. trained: the peers benchmark, built with the test profile (the load, not its speed, is
+//!    what counts), runs it alone through a short version of every load (one client, 1,000
+//!    requests/s, the highest rate; Chat Completions and Messages, streamed and not), and
+//!    stops it with SIGTERM, on which it writes its counts;
+//! 3. the counts merged with `llvm-profdata` (rustup's `llvm-tools` component, added when
+//!    missing) into `target/pgo/looprail-<hash of its content>.profdata`, which the optimised
+//!    build then reads ([`rustflags`]).
+//!
+//! Code the training does not run (the Responses API, the passthrough routes, compaction) is
+//! laid out as cold: it works the same, a little slower than without PGO. `cargo build
+//! --release` and `cargo install` get no PGO.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::dist::run;
+
+/// The workspace's root.
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Where the three steps work.
+fn dir() -> PathBuf {
+    root().join("target/pgo")
+}
+
+/// The optimised build's target directory (the `dist` profile's binary is `dist/looprail` in it).
+pub fn optimised_dir() -> PathBuf {
+    dir().join("optimised")
+}
+
+/// `RUSTFLAGS` as the environment has them, with `extra` after.
+fn with_rustflags(extra: &str) -> String {
+    match std::env::var("RUSTFLAGS") {
+        Ok(given) if !given.trim().is_empty() => format!("{given} {extra}"),
+        _ => extra.to_owned(),
+    }
+}
+
+/// The `RUSTFLAGS` of a build optimised with the profile at `profdata`.
+pub fn rustflags(profdata: &Path) -> String {
+    // Functions the training never ran are many (whole APIs); naming each is noise.
+    with_rustflags(&format!(
+        "-Cprofile-use={} -Cllvm-args=-pgo-warn-missing-function=false",
+        profdata.display()
+    ))
+}
+
+/// rustup's `llvm-profdata` for this toolchain (its LLVM must be rustc's), added when missing;
+/// the error says why there is none (a machine that cannot reach rustup's server).
+pub fn llvm_profdata() -> Result<PathBuf, String> {
+    let output = |args: &[&str]| -> Result<String, String> {
+        let out = Command::new("rustc").args(args).output().map_err(|e| format!("rustc: {e}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let sysroot = output(&["--print", "sysroot"])?.trim().to_owned();
+    let host = output(&["-vV"])?
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .ok_or("rustc -vV names no host")?;
+    let tool = Path::new(&sysroot).join("lib/rustlib").join(host).join("bin/llvm-profdata");
+    if !tool.exists() {
+        run(Command::new("rustup").args(["component", "add", "llvm-tools"]))
+            .map_err(|e| format!("llvm-profdata is missing and rustup could not add it: {e}"))?;
+    }
+    if tool.exists() { Ok(tool) } else { Err(format!("{} missing after adding llvm-tools", tool.display())) }
+}
+
+/// The peers benchmark's program built with the test profile; its path.
+fn training_driver() -> Result<PathBuf, String> {
+    eprintln!("$ cargo test -p looprail-gateway --bench peers --no-run");
+    let out = Command::new(crate::cargo_bin())
+        .current_dir(root())
+        .args(["test", "-q", "-p", "looprail-gateway", "--bench", "peers", "--no-run"])
+        .arg("--message-format=json")
+        .output()
+        .map_err(|e| format!("cannot build the training driver: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("building the training driver failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["target"]["name"] == "peers")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| "cargo named no executable for the peers benchmark".to_owned())
+}
+
+/// Builds `looprail` instrumented, trains it and merges its counts with `profdata_tool`
+/// ([`llvm_profdata`]); the profile's path.
+pub fn profile(profdata_tool: &Path) -> Result<PathBuf, String> {
+    let dir = dir();
+    let counts = dir.join("counts");
+    run(Command::new(crate::cargo_bin())
+        .current_dir(root())
+        .args(["build", "-q", "--profile", "dist", "-p", "looprail-cli", "--bin", "looprail"])
+        .env("CARGO_TARGET_DIR", dir.join("instrumented"))
+        .env("RUSTFLAGS", with_rustflags(&format!("-Cprofile-generate={}", counts.display()))))?;
+    // A profile trained on this very build is used again (the training is not repeated for
+    // nothing, and the optimised build, named by the profile, stays built).
+    let instrumented = dir.join("instrumented/dist/looprail");
+    let stamp = dir.join("trained-on");
+    let built = stamp_of(&instrumented)?;
+    if let Ok(text) = std::fs::read_to_string(&stamp)
+        && let Some((on, profdata)) = text.split_once('\n')
+        && on == built
+        && Path::new(profdata).exists()
+    {
+        eprintln!("pgo: the profile of this build is {profdata}");
+        return Ok(PathBuf::from(profdata));
+    }
+    // The build's own scripts were instrumented too and wrote counts: only the gateway's count.
+    let _ = std::fs::remove_dir_all(&counts);
+    std::fs::create_dir_all(&counts).map_err(|e| format!("{}: {e}", counts.display()))?;
+    let driver = training_driver()?;
+    let report = dir.join("training.json");
+    let _ = std::fs::remove_file(&report);
+    let mut train = Command::new(&driver);
+    train
+        .current_dir(root().join("crates/gateway"))
+        .arg("--bench")
+        .env("LOOPRAIL_PEERS_LOOPRAIL", &instrumented)
+        .env("LOOPRAIL_PEERS_SYSTEMS", "looprail")
+        .env("LOOPRAIL_PEERS_LOADS", "1,1000,max")
+        .env("LOOPRAIL_PEERS_QUICK", "1")
+        .env("LOOPRAIL_PEERS_FS_WAIT_S", "0")
+        .env("LOOPRAIL_PEERS_OUT", &report)
+        .env_remove("LOOPRAIL_PEERS_BASELINE");
+    // Its exit status says whether the targets were met, which a training run does not care
+    // about; that it measured looprail is what matters.
+    eprintln!("$ {train:?}");
+    train.status().map_err(|e| format!("cannot run the training driver: {e}"))?;
+    let measured = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|doc| doc["rows"].as_array().cloned())
+        .is_some_and(|rows| {
+            rows.iter().any(|r| r["system"] == "looprail" && r["requests"].as_u64().unwrap_or(0) > 0)
+        });
+    if !measured {
+        return Err(format!("the training run measured no looprail request (see {})", report.display()));
+    }
+    let raw: Vec<PathBuf> = std::fs::read_dir(&counts)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
+        .collect();
+    if raw.is_empty() {
+        return Err("the instrumented gateway wrote no counts (was it stopped with SIGTERM?)".into());
+    }
+    let merged = dir.join("merged.profdata");
+    run(Command::new(profdata_tool).arg("merge").arg("-o").arg(&merged).args(&raw))?;
+    // Named by its content: cargo rebuilds when RUSTFLAGS change, not when a file they name
+    // does, so a new profile must have a new name (and the same one keeps the build).
+    let bytes = std::fs::read(&merged).map_err(|e| format!("{}: {e}", merged.display()))?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&bytes, &mut hasher);
+    let profdata = dir.join(format!("looprail-{:016x}.profdata", std::hash::Hasher::finish(&hasher)));
+    for old in std::fs::read_dir(&dir).map_err(|e| e.to_string())?.filter_map(Result::ok) {
+        let name = old.file_name().to_string_lossy().into_owned();
+        if name.starts_with("looprail-") && name.ends_with(".profdata") {
+            let _ = std::fs::remove_file(old.path());
+        }
+    }
+    std::fs::rename(&merged, &profdata).map_err(|e| format!("{}: {e}", profdata.display()))?;
+    std::fs::write(&stamp, format!("{built}\n{}", profdata.display())).map_err(|e| e.to_string())?;
+    Ok(profdata)
+}
+
+/// What tells one build of `binary` from another: its size and modification time.
+fn stamp_of(binary: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let modified = meta.modified().map_err(|e| e.to_string())?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Ok(format!("{} bytes, modified {}.{:09}", meta.len(), since.as_secs(), since.subsec_nanos()))
+}
+
+/// `looprail` optimised with a fresh profile, with the `dist` profile; its path.
+pub fn optimised_binary() -> Result<PathBuf, String> {
+    let profdata = profile(&llvm_profdata()?)?;
+    run(Command::new(crate::cargo_bin())
+        .current_dir(root())
+        .args(["build", "-q", "--profile", "dist", "-p", "looprail-cli", "--bin", "looprail"])
+        .env("CARGO_TARGET_DIR", optimised_dir())
+        .env("RUSTFLAGS", rustflags(&profdata)))?;
+    Ok(optimised_dir().join("dist/looprail"))
+}
