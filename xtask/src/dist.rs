@@ -5,8 +5,10 @@
 //! (packaging/npm/looprail), as esbuild and biome ship theirs. The version is the workspace's.
 //! A target other than this machine's is built with `maturin --zig` (Linux); macOS wheels are
 //! built on a macOS machine. For this machine's target the binary is optimised with a profile
-//! of the gateway at work (`pgo`; `--no-pgo` skips it); other targets get none. `--check` then installs both into fresh places with no Rust on
-//! PATH and runs `looprail --version`, `looprail demo` and one gateway round trip from each.
+//! of the gateway at work (`pgo`; `--no-pgo` skips it, and so does a machine that cannot fetch
+//! rustup's `llvm-tools`, with a warning); other targets get none. `--check` then installs both
+//! into fresh places with no Rust on PATH and runs `looprail --version`, `looprail demo` and one
+//! gateway round trip from each.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,10 +90,10 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     let triple = target.clone().unwrap_or_else(|| host.clone());
     let cross = triple != host;
     let version = version()?;
-    // Optimised with a profile of the gateway at work (see `pgo`), for this machine's target:
-    // the training runs the binary it measures.
-    // Without rustup's llvm-profdata (a machine that cannot reach rustup's server) the binary is
-    // built as before, and says so; a training that fails is an error.
+    // Optimised with a profile of the gateway at work (see `pgo`), for this machine's target
+    // only: the training runs the binary it profiles. Without rustup's llvm-profdata (a machine
+    // that cannot reach rustup's server) the binary is built as before, and says so; a training
+    // that fails is an error.
     let tool = (!cross && !flags.iter().any(|f| f == "--no-pgo"))
         .then(|| {
             crate::pgo::llvm_profdata()

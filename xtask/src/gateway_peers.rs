@@ -1,7 +1,7 @@
 //! `cargo xtask bench gateway-peers` (issue 37): provides the programs the gateway-peers
 //! benchmark measures, then runs it (`crates/gateway/benches/peers`): the `looprail` binary the
-//! packages ship (`dist` profile, optimised with a profile of the gateway at work: `pgo`); nginx from the system, installed with apt when missing and permitted (root or
-//! password-less sudo); the LiteLLM proxy in a venv under `target/bench/litellm-venv`, made from
+//! packages ship (`dist` profile, optimised with a profile of the gateway at work: `pgo`); nginx
+//! from the system, installed with apt when missing and permitted (root or password-less sudo); the LiteLLM proxy in a venv under `target/bench/litellm-venv`, made from
 //! `xtask/peers/litellm-requirements.txt` (every package pinned) and made again when that file
 //! changes. A peer that cannot be had is passed as a reason: its rows say why.
 
