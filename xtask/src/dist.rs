@@ -59,7 +59,7 @@ fn npm_platform(triple: &str) -> Result<(&'static str, &'static str), String> {
 }
 
 /// This machine's target triple.
-fn host() -> Result<String, String> {
+pub(crate) fn host() -> Result<String, String> {
     let out = Command::new("rustc").arg("-vV").output().map_err(|e| format!("rustc: {e}"))?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -101,7 +101,6 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
                 .ok()
         })
         .flatten();
-    let pgo = tool.is_some();
     // The wheel (maturin builds the binary with the `dist` profile: release, stripped).
     let mut build = Command::new(maturin(cross)?);
     build.args(["build", "-m", "crates/cli/Cargo.toml", "--out", "target/wheels"]);
@@ -133,7 +132,7 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     if size > WHEEL_LIMIT {
         return Err(format!("the wheel weighs {size} bytes, over {WHEEL_LIMIT}"));
     }
-    let built = if pgo { crate::pgo::optimised_dir() } else { PathBuf::from("target") };
+    let built = if tool.is_some() { crate::pgo::optimised_dir() } else { PathBuf::from("target") };
     let binary = match &target {
         Some(t) => built.join(t).join("dist/looprail"),
         None => built.join("dist/looprail"),

@@ -1,7 +1,8 @@
 //! `cargo xtask bench gateway-peers` (issue 37): provides the programs the gateway-peers
 //! benchmark measures, then runs it (`crates/gateway/benches/peers`): the `looprail` binary the
 //! packages ship (`dist` profile, optimised with a profile of the gateway at work: `pgo`); nginx
-//! from the system, installed with apt when missing and permitted (root or password-less sudo); the LiteLLM proxy in a venv under `target/bench/litellm-venv`, made from
+//! from the system, installed with apt when missing and permitted (root or password-less sudo);
+//! the LiteLLM proxy in a venv under `target/bench/litellm-venv`, made from
 //! `xtask/peers/litellm-requirements.txt` (every package pinned) and made again when that file
 //! changes. A peer that cannot be had is passed as a reason: its rows say why.
 
@@ -102,7 +103,7 @@ pub fn gateway_peers() -> Result<usize, String> {
     // The binary the packages ship: optimised with a profile of the gateway at work; the plain
     // release build where rustup's llvm-profdata cannot be had (the rows say which).
     let (looprail, build) = match crate::pgo::llvm_profdata() {
-        Ok(_) => (crate::pgo::optimised_binary()?, "dist profile, PGO"),
+        Ok(tool) => (crate::pgo::optimised_binary(&tool)?, "dist profile, PGO"),
         Err(why) => {
             eprintln!("pgo: skipped, measuring the release build without a profile: {why}");
             let built = Command::new(crate::cargo_bin())

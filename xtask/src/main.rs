@@ -315,7 +315,9 @@ fn main() -> ExitCode {
         Some("deny") => deny(),
         Some("release") => release(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("dist") => dist::dist(&std::env::args().skip(2).collect::<Vec<_>>()),
-        Some("pgo") => pgo::optimised_binary().map(|binary| println!("{}", binary.display())),
+        Some("pgo") => pgo::llvm_profdata()
+            .and_then(|tool| pgo::optimised_binary(&tool))
+            .map(|binary| println!("{}", binary.display())),
         Some("docs") => docs(),
         Some("chaos") => chaos(),
         Some(other) => {

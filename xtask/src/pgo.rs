@@ -27,7 +27,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::dist::run;
+use crate::dist::{host, run};
 
 /// The workspace's root.
 fn root() -> PathBuf {
@@ -64,17 +64,10 @@ pub fn rustflags(profdata: &Path) -> String {
 /// rustup's `llvm-profdata` for this toolchain (its LLVM must be rustc's), added when missing;
 /// the error says why there is none (a machine that cannot reach rustup's server).
 pub fn llvm_profdata() -> Result<PathBuf, String> {
-    let output = |args: &[&str]| -> Result<String, String> {
-        let out = Command::new("rustc").args(args).output().map_err(|e| format!("rustc: {e}"))?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    let sysroot = output(&["--print", "sysroot"])?.trim().to_owned();
-    let host = output(&["-vV"])?
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .map(str::to_owned)
-        .ok_or("rustc -vV names no host")?;
-    let tool = Path::new(&sysroot).join("lib/rustlib").join(host).join("bin/llvm-profdata");
+    let out =
+        Command::new("rustc").args(["--print", "sysroot"]).output().map_err(|e| format!("rustc: {e}"))?;
+    let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let tool = Path::new(&sysroot).join("lib/rustlib").join(host()?).join("bin/llvm-profdata");
     if !tool.exists() {
         run(Command::new("rustup").args(["component", "add", "llvm-tools"]))
             .map_err(|e| format!("llvm-profdata is missing and rustup could not add it: {e}"))?;
@@ -102,19 +95,25 @@ fn training_driver() -> Result<PathBuf, String> {
         .ok_or_else(|| "cargo named no executable for the peers benchmark".to_owned())
 }
 
+/// `looprail` built with the `dist` profile into `target_dir` with `rustflags`; its path.
+fn build_looprail(target_dir: &Path, rustflags: String) -> Result<PathBuf, String> {
+    run(Command::new(crate::cargo_bin())
+        .current_dir(root())
+        .args(["build", "-q", "--profile", "dist", "-p", "looprail-cli", "--bin", "looprail"])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env("RUSTFLAGS", rustflags))?;
+    Ok(target_dir.join("dist/looprail"))
+}
+
 /// Builds `looprail` instrumented, trains it and merges its counts with `profdata_tool`
 /// ([`llvm_profdata`]); the profile's path.
 pub fn profile(profdata_tool: &Path) -> Result<PathBuf, String> {
     let dir = dir();
     let counts = dir.join("counts");
-    run(Command::new(crate::cargo_bin())
-        .current_dir(root())
-        .args(["build", "-q", "--profile", "dist", "-p", "looprail-cli", "--bin", "looprail"])
-        .env("CARGO_TARGET_DIR", dir.join("instrumented"))
-        .env("RUSTFLAGS", with_rustflags(&format!("-Cprofile-generate={}", counts.display()))))?;
+    let generate = with_rustflags(&format!("-Cprofile-generate={}", counts.display()));
+    let instrumented = build_looprail(&dir.join("instrumented"), generate)?;
     // A profile trained on this very build is used again (the training is not repeated for
     // nothing, and the optimised build, named by the profile, stays built).
-    let instrumented = dir.join("instrumented/dist/looprail");
     let stamp = dir.join("trained-on");
     let built = stamp_of(&instrumented)?;
     if let Ok(text) = std::fs::read_to_string(&stamp)
@@ -192,13 +191,9 @@ fn stamp_of(binary: &Path) -> Result<String, String> {
     Ok(format!("{} bytes, modified {}.{:09}", meta.len(), since.as_secs(), since.subsec_nanos()))
 }
 
-/// `looprail` optimised with a fresh profile, with the `dist` profile; its path.
-pub fn optimised_binary() -> Result<PathBuf, String> {
-    let profdata = profile(&llvm_profdata()?)?;
-    run(Command::new(crate::cargo_bin())
-        .current_dir(root())
-        .args(["build", "-q", "--profile", "dist", "-p", "looprail-cli", "--bin", "looprail"])
-        .env("CARGO_TARGET_DIR", optimised_dir())
-        .env("RUSTFLAGS", rustflags(&profdata)))?;
-    Ok(optimised_dir().join("dist/looprail"))
+/// `looprail` with the `dist` profile, optimised with the profile of the current build
+/// ([`profile`], counts merged with `profdata_tool`); its path.
+pub fn optimised_binary(profdata_tool: &Path) -> Result<PathBuf, String> {
+    let profdata = profile(profdata_tool)?;
+    build_looprail(&optimised_dir(), rustflags(&profdata))
 }

@@ -13,10 +13,10 @@
 //! The xtask provides the programs (environment): `LOOPRAIL_PEERS_LOOPRAIL` (the binary the
 //! packages ship, with `LOOPRAIL_PEERS_LOOPRAIL_BUILD` saying how it was built, which the
 //! JSON's `versions.looprail_build` repeats), `LOOPRAIL_PEERS_NGINX`, `LOOPRAIL_PEERS_LITELLM`
-//! (its venv's `litellm`), each `LOOPRAIL_PEERS_<NAME>_REASON` when it could not be had; `LOOPRAIL_PEERS_QUICK=1` shortens
-//! every load (a smoke run, not figures); `LOOPRAIL_PEERS_SYSTEMS=nginx,looprail` measures only
-//! the systems named (and the upstream direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` the
-//! loads named, in that order (`1` is the one client in turn; `1,max,1` measures it before and
+//! (its venv's `litellm`), each `LOOPRAIL_PEERS_<NAME>_REASON` when it could not be had;
+//! `LOOPRAIL_PEERS_QUICK=1` shortens every load (a smoke run, not figures);
+//! `LOOPRAIL_PEERS_SYSTEMS=nginx,looprail` measures only the systems named (and the upstream
+//! direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` the loads named, in that order (`1` is the one client in turn; `1,max,1` measures it before and
 //! after the highest rate); `LOOPRAIL_PEERS_BASELINE=<looprail binary>` adds
 //! that build as the system `baseline`, to compare a change with the build before it;
 //! `LOOPRAIL_PEERS_FS_WAIT_S` caps the wait for a settled filesystem (default 420 s).
