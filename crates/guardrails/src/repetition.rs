@@ -9,10 +9,12 @@
 //!
 //! How, in O(1) amortised per byte with bounded memory:
 //! - a rolling (gear) hash over the last `chunk_bytes` bytes marks *anchors*: content-defined
-//!   ones (about one every 32 bytes), and the chunk ending every block of 16 positions (a short
-//!   period's few chunks may hold no content anchor, but it brings a block's last chunk back a
-//!   multiple of the period later); an anchor whose chunk was seen `d` bytes earlier (within
-//!   `max_period`) proposes the period `d`;
+//!   ones (about one every 32 bytes; past 256 bytes without one, one in 8, so a long block
+//!   whose chunks hold none still has some), and the chunk ending every block of 16 positions
+//!   (a short period's few chunks may hold no content anchor, but it brings a block's last
+//!   chunk back a multiple of the period later); an anchor whose chunk was seen `d` bytes
+//!   earlier (within `max_period`) proposes the period `d`. The sightings are kept two to a
+//!   bucket, so the few anchors of a short period never keep evicting each other;
 //! - each proposed period (a few at a time) is then *verified* byte by byte against the text `d`
 //!   bytes back, kept in a buffer of at most `2 × max_period` bytes: only text that really is
 //!   periodic counts, never a hash match alone;
@@ -79,10 +81,16 @@ pub fn floor_boundary(text: &str, at: u64) -> usize {
 
 /// Periods verified at once.
 const CANDIDATES: usize = 4;
-/// Anchor table slots (a power of two).
-const SLOTS: usize = 256;
+/// Anchor table buckets (a power of two), of two entries each.
+const BUCKETS: usize = 128;
+/// The anchor table: in each bucket, two (key, position where it was last seen) entries.
+type Sightings = [[(u64, u64); 2]; BUCKETS];
 /// Content anchors are about one in 2^ANCHOR_BITS positions.
 const ANCHOR_BITS: u32 = 5;
+/// Past SPARSE_GAP bytes without a content anchor, a chunk is an anchor one in 2^SPARSE_BITS.
+const SPARSE_BITS: u32 = 3;
+/// See [`SPARSE_BITS`]: eight times the mean distance between content anchors.
+const SPARSE_GAP: u64 = 256;
 /// Positions of the aligned blocks whose last chunk is an anchor too.
 const BLOCK: u64 = 16;
 /// Keeps a block's last chunk apart from the same chunk as a content anchor in the table.
@@ -116,13 +124,15 @@ pub struct RepetitionDetector {
     buffer: Vec<u8>,
     base: u64,
     gear: u64,
+    /// Where sparse anchors start: [`SPARSE_GAP`] bytes after the last content anchor ended.
+    sparse_from: u64,
     /// Bytes the hash has read (the rest waits for a batch).
     scanned: u64,
     /// The anchors of the batch being read.
     pending: Vec<(u64, u64, bool)>,
-    /// The last sighting of each anchor key's slot: [`SLOTS`] of them, made at the first anchor
+    /// The last sightings of anchor keys, two in each of [`BUCKETS`], made at the first anchor
     /// (most replies a gateway watches are too short to have one).
-    anchors: Box<[(u64, u64)]>,
+    anchors: Option<Box<Sightings>>,
     candidates: [Candidate; CANDIDATES],
     /// Line structure: code fences and table rows.
     lines: LineState,
@@ -141,9 +151,10 @@ impl RepetitionDetector {
             buffer: Vec::new(),
             base: 0,
             gear: 0,
+            sparse_from: SPARSE_GAP,
             scanned: 0,
             pending: Vec::new(),
-            anchors: Box::default(),
+            anchors: None,
             candidates: [Candidate::default(); CANDIDATES],
             lines: LineState::default(),
             fired: false,
@@ -203,21 +214,31 @@ impl RepetitionDetector {
         let chunk_mask = if self.chunk == 64 { u64::MAX } else { (1u64 << self.chunk) - 1 };
         let anchor_shift = self.chunk - ANCHOR_BITS;
         let anchor_mask = (1u64 << ANCHOR_BITS) - 1;
+        let sparse_mask = (1u64 << SPARSE_BITS) - 1;
         // The anchors are gathered first (the buffer is read meanwhile), then proposed. The hash
         // lives in a local; the text is taken block by block, aligned on BLOCK positions, so no
         // position is counted per byte.
         let mut anchors = std::mem::take(&mut self.pending);
         anchors.clear();
         let bytes = &self.buffer[(start - self.base) as usize..];
-        let mut gear = self.gear;
+        let (mut gear, mut sparse_from) = (self.gear, self.sparse_from);
         let mut i = 0;
         while i < bytes.len() {
             let position = start + i as u64;
             let block_end = (i + (BLOCK - position % BLOCK) as usize).min(bytes.len());
+            // Content-defined anchors: one position in 2^ANCHOR_BITS, by the chunk's content;
+            // past SPARSE_GAP bytes without one, one in 2^SPARSE_BITS (the same bits, fewer of
+            // them). In periodic text the distance to the last content anchor is periodic too
+            // (or grows without end), so the sparse anchors come back a period later. Blocks
+            // that end before sparse anchors could start skip their test.
+            let sparse = start + block_end as u64 > sparse_from;
             for (k, &b) in bytes[i..block_end].iter().enumerate() {
                 gear = (gear << 1).wrapping_add(GEAR[b as usize]);
-                // Content-defined anchors: one position in 2^ANCHOR_BITS, by the chunk's content.
-                if (gear >> anchor_shift) & anchor_mask == 0 {
+                let hit = (gear >> anchor_shift) & anchor_mask;
+                if hit == 0 {
+                    sparse_from = position + k as u64 + 1 + SPARSE_GAP;
+                    anchors.push((gear & chunk_mask, position + k as u64 + 1, false));
+                } else if sparse && hit & sparse_mask == 0 && position + k as u64 >= sparse_from {
                     anchors.push((gear & chunk_mask, position + k as u64 + 1, false));
                 }
             }
@@ -230,7 +251,7 @@ impl RepetitionDetector {
                 anchors.push(((gear & chunk_mask) ^ BLOCK_SALT, position, true));
             }
         }
-        self.gear = gear;
+        (self.gear, self.sparse_from) = (gear, sparse_from);
         for &(key, position, block_end) in &anchors {
             self.anchor(key, position, block_end);
         }
@@ -248,12 +269,22 @@ impl RepetitionDetector {
     /// An anchor chunk ending at `position` (at a block's end, or by its content): proposes the
     /// period since its last sighting.
     fn anchor(&mut self, key: u64, position: u64, block_end: bool) {
-        if self.anchors.is_empty() {
-            self.anchors = vec![(0, 0); SLOTS].into_boxed_slice();
-        }
-        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize;
-        let (last_key, last_position) = self.anchors[slot];
-        self.anchors[slot] = (key, position);
+        let table = self.anchors.get_or_insert_with(|| Box::new([[(0, 0); 2]; BUCKETS]));
+        let bucket =
+            &mut table[(key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - BUCKETS.trailing_zeros())) as usize];
+        // The entry holding `key`, else the one it replaces, chosen by `position`. Periodic
+        // text brings the same few keys back in turn: two sharing a bucket soon both stay, and
+        // of three or more each is still there at its next sighting now and then (the older
+        // one always replaced, they would evict each other forever and the period would never
+        // be proposed).
+        let way = if bucket[0].0 == key {
+            0
+        } else if bucket[1].0 == key {
+            1
+        } else {
+            (position.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 63) as usize
+        };
+        let (last_key, last_position) = std::mem::replace(&mut bucket[way], (key, position));
         if last_key != key || last_position == 0 {
             return;
         }

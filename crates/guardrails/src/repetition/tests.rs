@@ -92,6 +92,51 @@ fn code_blocks_and_arguments_need_more_repeats() {
     assert!(find(&line.repeat(60), 32, true).is_some(), "60 of them in arguments");
 }
 
+/// Content anchors in `text` repeated (its chunks ending in the second copy on).
+fn content_anchors(text: &str) -> usize {
+    let periodic = text.repeat(3);
+    let mut gear = 0u64;
+    let shift = 50 - ANCHOR_BITS;
+    periodic
+        .bytes()
+        .enumerate()
+        .filter(|&(_, b)| {
+            gear = (gear << 1).wrapping_add(GEAR[b as usize]);
+            (gear >> shift) & ((1 << ANCHOR_BITS) - 1) == 0
+        })
+        .filter(|&(i, _)| i >= text.len() && i < 2 * text.len())
+        .count()
+}
+
+#[test]
+fn a_long_block_without_content_anchors_is_found_by_sparse_ones() {
+    // Found by the property test below (CI, session 29): 263 bytes (prime, so the blocks' last
+    // chunks come back only 16 × 263 bytes later, beyond the longest period) and not one
+    // content anchor among its chunks. It used to go unseen however often it was repeated.
+    let block = ",AJL Kq3N,.p.3.c2q9o,4.eT kcW1W D 6dSe. e  . w,,O,2NS ,H..B.J pf49 ,Udnw.8Sj2,qcR2 en .e .c3n.8OOnF,,crPTRPj I,.Gp.0,F047.9qAI. ifN3J F.hB q23c. rIE 6i.4tTJw.HH EM. uKT  4  E4Sy FvvF.,s.M.xz,ls706O, ,lC89myjvK....,.yKQyI.,,p.X.SB,.MbwEYi..9KdwH.FahF5Fq. xH..cC.0 ";
+    assert_eq!((block.len(), content_anchors(block)), (263, 0));
+    let text = format!("#{}", block.repeat(400));
+    for piece in [1, 18, 128, 1000] {
+        let found = find(&text, piece, false).unwrap_or_else(|| panic!("piece {piece}"));
+        assert_eq!((found.period, found.keep), (263, 264), "piece {piece}");
+        assert!(found.seen <= 1 + 10 * 263 + piece as u64 + BATCH, "piece {piece}: {found:?}");
+    }
+}
+
+#[test]
+fn anchors_sharing_a_bucket_do_not_evict_each_other() {
+    // Found by the property test below: this block's one content anchor and its blocks' last
+    // chunk fall in the same bucket (slot 65 of the one-way table it replaced), so each
+    // sighting evicted the other and the period was never proposed.
+    let prefix = "  a a   a  aa a aaa a  a  aaa  a    a   a a  aa   aa a aaa a ";
+    let block = ",jpJxHOM.X4,rd2v";
+    let text = format!("{prefix}#{}", block.repeat(400));
+    for piece in [1, 18, 128, 1000] {
+        let found = find(&text, piece, false).unwrap_or_else(|| panic!("piece {piece}"));
+        assert_eq!((found.period, found.keep), (16, prefix.len() as u64 + 1 + 16), "piece {piece}");
+    }
+}
+
 proptest! {
     /// Text made of many distinct words never triggers it.
     #[test]
@@ -117,10 +162,12 @@ proptest! {
         let found = found.unwrap();
         // Found within ten copies (500 bytes at least), plus the piece in flight and a batch;
         // a block none of whose chunks is a content anchor (rare for long blocks) is found
-        // through the blocks' last chunks, up to their least common multiple later.
+        // through the blocks' last chunks, up to their least common multiple later, or, when
+        // that is beyond the longest period, through the sparse anchors past SPARSE_GAP.
         let needed = ((10 - 1) * found.period as u64).max(10 * 50);
         let lcm = |a: u64, b: u64| a / gcd(a, b) * b;
-        let late = lcm(16, found.period as u64);
+        let period = found.period as u64;
+        let late = if lcm(BLOCK, period) <= 4096 { lcm(BLOCK, period) } else { SPARSE_GAP + period };
         prop_assert!(found.seen <= prefix.len() as u64 + 1 + found.period as u64 + needed + piece as u64 + 128 + late, "{found:?}");
         // What is kept holds one copy at most of the block after the prefix.
         prop_assert!(found.keep as usize <= prefix.len() + 1 + block.len());
