@@ -38,55 +38,87 @@ impl Gateway {
         let upstream = Box::pin(response.bytes_stream());
         // What the relay carries from piece to piece is boxed, and the stores' futures of its
         // last piece too: each piece's future is built anew and moved whole.
-        let start = (upstream, Some(Box::new((reader, done, Arc::clone(self)))), 0_usize);
-        let events = futures_util::stream::unfold(start, |(mut upstream, open, relayed)| async move {
-            let mut open = open?;
-            if relayed == 1 {
-                // The first piece leaves before the next is read: hyper writes what the body
-                // gave only once the body waits, and an upstream's events that came in one read
-                // would otherwise all be parsed (the last one's save begun) before any left.
-                // (Not tokio's yield: the connection, polled in rounds, polls again at once.)
-                crate::poll_rounds::pending_once().await;
-            }
-            let relayed = relayed + 1;
-            match futures_util::StreamExt::next(&mut upstream).await {
-                Some(Ok(bytes)) => {
-                    open.0.feed(&bytes);
+        let start = (upstream, Some(Box::new((reader, done, Arc::clone(self)))), 0_usize, None::<Bytes>);
+        let events =
+            futures_util::stream::unfold(start, |(mut upstream, open, relayed, unread)| async move {
+                let mut open = open?;
+                if relayed == 1 {
+                    // The first piece leaves before the next is read: hyper writes what the body
+                    // gave only once the body waits, and an upstream's events that came in one read
+                    // would otherwise all be parsed (the last one's save begun) before any left.
+                    // (Not tokio's yield: the connection, polled in rounds, polls again at once.)
+                    crate::poll_rounds::pending_once().await;
+                }
+                if let Some(piece) = unread {
+                    // The first piece, sent before it was read (whole events that could not end the
+                    // stream): it is read now that it has left, before the next piece is taken.
+                    open.0.pass_on(piece);
                     if let Some((end, received)) = open.0.cut() {
-                        // The reply repeats itself (B14): the client gets what arrived and an
-                        // end as by the output limit; the upstream's body is dropped here, so
-                        // the model stops generating.
                         let (_, done, gateway) = *open;
                         Box::pin(gateway.cut(done, received)).await;
-                        let mut out = bytes.to_vec();
+                        return Some((Ok(Bytes::from(end)), (upstream, None, relayed, None)));
+                    }
+                    if open.0.is_done() {
+                        // Only a malformed event ends a stream here: it is stored as it ended.
+                        let (reader, done, gateway) = *open;
+                        Box::pin(gateway.complete(reader, done)).await;
+                        return None;
+                    }
+                }
+                let relayed = relayed + 1;
+                let mut first = relayed == 1;
+                loop {
+                    let bytes = match futures_util::StreamExt::next(&mut upstream).await {
+                        Some(Ok(bytes)) => bytes,
+                        Some(Err(e)) => {
+                            // What the client has ends with a whole event: the error event follows.
+                            let (_, done, gateway) = *open;
+                            let api = done.api;
+                            Box::pin(gateway.save(Save::state_only(done))).await;
+                            let error = api.stream_error(&format!("upstream stream broke: {e}"));
+                            return Some((Ok(Bytes::from(error)), (upstream, None, relayed, None)));
+                        }
+                        None => {
+                            let (reader, done, gateway) = *open;
+                            Box::pin(gateway.complete(reader, done)).await;
+                            return None;
+                        }
+                    };
+                    if std::mem::take(&mut first)
+                        && !bytes.is_empty()
+                        && crate::relay::whole_events(&bytes)
+                        && !crate::relay::may_end(open.0.api(), &bytes)
+                    {
+                        // The client's first byte does not wait for the gateway's reading of it.
+                        return Some((Ok(bytes.clone()), (upstream, Some(open), relayed, Some(bytes))));
+                    }
+                    let passed = open.0.pass_on(bytes);
+                    if let Some((end, received)) = open.0.cut() {
+                        // The reply repeats itself (B14): the client gets the whole events that
+                        // arrived and an end as by the output limit; the upstream's body is dropped
+                        // here, so the model stops generating.
+                        let (_, done, gateway) = *open;
+                        Box::pin(gateway.cut(done, received)).await;
+                        let mut out = passed.to_vec();
                         out.extend_from_slice(end.as_bytes());
-                        return Some((Ok(Bytes::from(out)), (upstream, None, relayed)));
+                        return Some((Ok(Bytes::from(out)), (upstream, None, relayed, None)));
                     }
                     if !open.0.is_done() {
-                        return Some((Ok::<Bytes, std::io::Error>(bytes), (upstream, Some(open), relayed)));
+                        if passed.is_empty() {
+                            continue; // an event still arriving: nothing to pass on yet
+                        }
+                        return Some((
+                            Ok::<Bytes, std::io::Error>(passed),
+                            (upstream, Some(open), relayed, None),
+                        ));
                     }
                     // The terminal event: the conversation is saved (or its save begun, see
                     // `write_behind`) before the client sees it, so its next request finds it.
                     let (reader, done, gateway) = *open;
                     Box::pin(gateway.complete(reader, done)).await;
-                    Some((Ok(bytes), (upstream, None, relayed)))
+                    return Some((Ok(passed), (upstream, None, relayed, None)));
                 }
-                Some(Err(e)) => {
-                    let (_, done, gateway) = *open;
-                    let api = done.api;
-                    Box::pin(gateway.save(Save::state_only(done))).await;
-                    Some((
-                        Ok(Bytes::from(api.stream_error(&format!("upstream stream broke: {e}")))),
-                        (upstream, None, relayed),
-                    ))
-                }
-                None => {
-                    let (reader, done, gateway) = *open;
-                    Box::pin(gateway.complete(reader, done)).await;
-                    None
-                }
-            }
-        });
+            });
         let mut response = reply(200, "text/event-stream", Body::from_stream(events), Some(&id));
         response.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
         response

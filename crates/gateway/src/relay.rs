@@ -1,12 +1,19 @@
-//! Relaying an upstream event stream to the client as it arrives: every byte is passed on at
-//! once, and the same bytes are read by the providers' stream parsers, so when the stream ends
-//! the gateway knows the reply it carried (its tokens, its fingerprint, what to record). A
-//! stream that breaks is ended with the API's own error event, never left hanging.
+//! Relaying an upstream event stream to the client as it arrives: every whole event is passed
+//! on at once (the bytes of one still arriving are held until it ends), and the same bytes are
+//! read by the providers' stream parsers, so when the stream ends the gateway knows the reply it
+//! carried (its tokens, its fingerprint, what to record). A stream that breaks is ended with the
+//! API's own error event, never left hanging, and never glued to half an event.
 
+use axum::body::Bytes;
 use looprail_loop_core::message::Message;
 use looprail_loop_core::provider::{ModelResponse, StreamEvent};
 use looprail_loop_core::watch::{Degenerated, ReplyWatch};
 use looprail_providers::sse::{SseParser, Step};
+
+mod event;
+
+use event::{event_fields, find_event_end};
+pub use event::{may_end, whole_events};
 
 use crate::wire::Api;
 use crate::wire::cut::StreamSoFar;
@@ -84,6 +91,11 @@ impl Reader {
         self
     }
 
+    /// The API whose stream this reads.
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
     /// Whether the reply degenerated (B14).
     pub fn degenerated(&self) -> Option<Degenerated> {
         self.degenerated
@@ -124,6 +136,29 @@ impl Reader {
                 self.watch = None;
             }
         }
+    }
+
+    /// Reads the next piece of the stream and returns what the client may have now: whole
+    /// events only. The bytes of an event still arriving are held back until it ends (the
+    /// network splits a stream anywhere), so whatever the gateway ends a stream with, a cut's
+    /// end or an error event, follows a whole event. Once the stream's end has been read,
+    /// everything that arrived passes.
+    pub fn pass_on(&mut self, piece: Bytes) -> Bytes {
+        let held = if self.done.is_some() { 0 } else { self.buffer.len() };
+        if held == 0 {
+            self.feed(&piece);
+            let in_flight = if self.done.is_some() { 0 } else { self.buffer.len() };
+            return piece.slice(..piece.len() - in_flight);
+        }
+        // An event began in an earlier piece: its bytes so far pass with this piece's if it ends.
+        let mut out = self.buffer.clone();
+        self.feed(&piece);
+        let in_flight = if self.done.is_some() { 0 } else { self.buffer.len() };
+        if in_flight >= held + piece.len() {
+            return Bytes::new();
+        }
+        out.extend_from_slice(&piece[..piece.len() - in_flight]);
+        Bytes::from(out)
     }
 
     /// Reads the next bytes of the stream.
@@ -181,38 +216,6 @@ impl Reader {
     }
 }
 
-/// An event's name (empty when it has none) and its data lines joined (`None` when it has
-/// none: a comment, a keep-alive), read from its bytes (without the blank line ending it).
-fn event_fields(event: &[u8]) -> (String, Option<String>) {
-    let text = String::from_utf8_lossy(event);
-    let (mut name, mut data) = (String::new(), None::<String>);
-    for line in text.lines() {
-        if let Some(value) = line.strip_prefix("event:") {
-            name = value.trim().to_owned();
-        } else if let Some(value) = line.strip_prefix("data:") {
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match &mut data {
-                Some(data) => {
-                    data.push('\n');
-                    data.push_str(value);
-                }
-                None => data = Some(value.to_owned()),
-            }
-        }
-    }
-    (name, data)
-}
-
-/// Where the first complete event ends: (its length, the separator's length).
-fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buffer.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
-}
-
 /// The assistant message of an assembled reply, as the client will echo it.
 pub fn message_of(response: &ModelResponse) -> Message {
     Message::assistant_with_calls(
@@ -227,169 +230,4 @@ pub fn usage_of(response: &ModelResponse) -> (u64, u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stream_split_anywhere_assembles_the_same_reply() {
-        let response = serde_json::json!({"id": "chatcmpl-9", "created": 1, "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
-            "message": {"role": "assistant", "content": "Looking.", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}]}}],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 3}});
-        let sse = Api::OpenAi.to_stream(&response, true);
-        for cut in [1, 7, 64, sse.len()] {
-            let mut reader = Reader::new(Api::OpenAi, "m");
-            for piece in sse.as_bytes().chunks(cut) {
-                reader.feed(piece);
-            }
-            let reply = reader.finish().unwrap();
-            assert_eq!(reply.text.as_deref(), Some("Looking."));
-            assert_eq!(reply.tool_calls[0].id, "call_1");
-            assert_eq!(usage_of(&reply), (12, 3));
-            assert_eq!(reply.id.as_deref(), Some("chatcmpl-9"));
-        }
-        let mut cut_short = Reader::new(Api::Anthropic, "m");
-        cut_short.feed(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":5}}}\n\n");
-        assert!(cut_short.finish().is_err(), "a stream that ends early is an error, not a reply");
-    }
-
-    #[test]
-    fn an_event_that_never_ends_stops_the_reading_not_the_relay() {
-        let mut reader = Reader::new(Api::OpenAi, "m");
-        reader.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-        let piece = vec![b'a'; 1 << 20];
-        for _ in 0..=(MAX_EVENT_BYTES >> 20) {
-            reader.feed(&piece);
-        }
-        assert!(reader.is_done());
-        assert!(reader.finish().unwrap_err().contains("MiB"), "an error, the buffer dropped");
-    }
-
-    /// A watch that finds the reply degenerate at the text `STOP`.
-    struct StopWord;
-
-    impl ReplyWatch for StopWord {
-        fn text(&mut self, delta: &str) -> Option<Degenerated> {
-            delta.contains("STOP").then_some(Degenerated {
-                part: looprail_loop_core::watch::WatchedPart::Text,
-                keep: 0,
-                period: 4,
-                repeats: 2,
-            })
-        }
-
-        fn arguments(&mut self, _index: usize, _delta: &str) -> Option<Degenerated> {
-            None
-        }
-    }
-
-    /// The end a stream gets when it is cut at its `at`-th event (each event its own piece).
-    fn end_when_cut(api: Api, events: &[&str], at: usize) -> String {
-        let mut reader = Reader::new(api, "m").with_watch(Box::new(StopWord));
-        for event in &events[..=at] {
-            assert!(reader.cut().is_none(), "not cut before its stop word");
-            reader.feed(event.as_bytes());
-        }
-        reader.cut().expect("cut at the stop word").0
-    }
-
-    #[test]
-    fn a_cut_streams_end_names_what_every_event_before_it_and_its_own_showed() {
-        // The events are read for the end one event late: a cut reads the ones not read yet.
-        let openai = [
-            "data: {\"id\":\"chatcmpl-7\",\"created\":42,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"STOP\"}}]}\n\n",
-            "data: {\"id\":\"chatcmpl-7\",\"created\":42,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a STOP\"}}]}\n\n",
-        ];
-        for at in [0, 1] {
-            let end = end_when_cut(Api::OpenAi, &openai[at..], 0);
-            assert!(end.contains("\"id\":\"chatcmpl-7\"") && end.contains("\"model\":\"gpt-x\""), "{end}");
-            assert!(end.contains("\"created\":42") && end.contains("\"finish_reason\":\"length\""), "{end}");
-        }
-        let end = end_when_cut(Api::OpenAi, &[openai[0].replace("STOP", "go").as_str(), openai[1]], 1);
-        assert!(end.contains("\"id\":\"chatcmpl-7\"") && end.contains("\"created\":42"), "{end}");
-        let anthropic = [
-            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_7\",\"model\":\"c\",\"usage\":{\"input_tokens\":5}}}\n\n",
-            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"text_delta\",\"text\":\"STOP\"}}\n\n",
-        ];
-        let end = end_when_cut(Api::Anthropic, &anthropic, 2);
-        assert!(
-            end.starts_with("event: content_block_stop\ndata: {\"index\":3,"),
-            "the open block is closed: {end}"
-        );
-        let responses = [
-            "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_7\",\"object\":\"response\"}}\n\n",
-            "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"id\":\"msg_9\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[]}}\n\n",
-            "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":2,\"item_id\":\"msg_9\",\"delta\":\"STOP\"}\n\n",
-        ];
-        let end = end_when_cut(Api::Responses, &responses, 2);
-        assert!(
-            end.contains("\"resp_7\"") && end.contains("\"msg_9\"") && end.contains("\"sequence_number\":3"),
-            "{end}"
-        );
-    }
-
-    /// What a whole stream reads as: its reply, or its error, as text.
-    fn read(api: Api, pieces: &[&[u8]]) -> String {
-        let mut reader = Reader::new(api, "m");
-        for piece in pieces {
-            reader.feed(piece);
-        }
-        format!("{:?}", reader.finish())
-    }
-
-    #[test]
-    fn an_events_data_lines_are_joined_and_an_event_without_data_is_none() {
-        let event = b": a comment\r\nevent:  message_start \r\ndata: {\"a\":\r\ndata:1}\r\nid: 7";
-        assert_eq!(event_fields(event), ("message_start".to_owned(), Some("{\"a\":\n1}".to_owned())));
-        assert_eq!(event_fields(b"data:x\ndata: y\ndata:"), (String::new(), Some("x\ny\n".to_owned())));
-        assert_eq!(event_fields(b": keep-alive\nevent: ping"), ("ping".to_owned(), None));
-    }
-
-    proptest::proptest! {
-        /// The network cuts a stream anywhere: however its bytes arrive, the reader reads the
-        /// same events into the same reply (or the same error), on every API.
-        #[test]
-        fn a_stream_reads_the_same_however_its_bytes_arrive(
-            events in proptest::collection::vec(
-                (
-                    proptest::sample::select(vec!["", "message_start", "content_block_start", "content_block_delta",
-                        "message_delta", "message_stop", "response.output_text.delta", "response.completed"]),
-                    proptest::sample::select(vec![
-                        r#"{"choices":[{"index":0,"delta":{"content":"hé"}}]}"#,
-                        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
-                        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#,
-                        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#,
-                        r#"{"type":"response.output_text.delta","delta":"y"}"#,
-                        "[DONE]",
-                        "not json",
-                    ]),
-                    proptest::bool::ANY,
-                ),
-                0..8,
-            ),
-            cuts in proptest::collection::vec(1usize..40, 1..20),
-            api in proptest::sample::select(vec![Api::OpenAi, Api::Anthropic, Api::Responses]),
-        ) {
-            let mut sse = String::new();
-            for (name, data, crlf) in events {
-                let end = if crlf { "\r\n" } else { "\n" };
-                if !name.is_empty() {
-                    sse.push_str(&format!("event: {name}{end}"));
-                }
-                sse.push_str(&format!("data: {data}{end}{end}"));
-            }
-            let bytes = sse.as_bytes();
-            let mut pieces = Vec::new();
-            let mut at = 0;
-            for cut in cuts.iter().cycle().take(bytes.len()) {
-                if at >= bytes.len() {
-                    break;
-                }
-                let end = (at + cut).min(bytes.len());
-                pieces.push(&bytes[at..end]);
-                at = end;
-            }
-            proptest::prop_assert_eq!(read(api, &pieces), read(api, &[bytes]));
-        }
-    }
-}
+mod tests;

@@ -149,16 +149,57 @@ async fn a_stream_that_breaks_upstream_ends_with_the_apis_error_event() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_event_that_is_not_json_reaches_the_client_and_ends_the_stream() {
+    // A first piece that cannot end a stream leaves before the gateway reads it; read after,
+    // it is what ends the relay (the rest of the upstream's stream is not passed on).
+    let first = "data: {\"id\": \"c1\", \"choices\": [\n\n";
+    let rest = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\ndata: [DONE]\n\n";
+    let answer = json!({"id": "c2", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hello."}}]});
+    let upstream = FakeServer::responding(move |body| match body["stream"].as_bool() {
+        Some(true) => Reply::Sse {
+            chunks: vec![first.to_owned(), rest.to_owned()],
+            pause: Duration::from_millis(300),
+            break_at_end: false,
+        },
+        _ => Reply::json(200, &answer.to_string()),
+    })
+    .await;
+    let gw = start(&upstream.url, None).await;
+    let url = format!("{gw}/v1/chat/completions");
+    let body = json!({ "model": "m", "stream": true, "messages": [{ "role": "user", "content": "hi" }] });
+    let response = common::post_json(&reqwest::Client::new(), &url, &body).await;
+    let text =
+        tokio::time::timeout(Duration::from_secs(10), response.text()).await.expect("never a hang").unwrap();
+    assert_eq!(text, first, "the first piece as it came, and nothing after it");
+    let (status, answer) = post(&url, &[], &chat()).await;
+    assert_eq!(
+        (status, &answer["choices"][0]["message"]["content"]),
+        (200, &json!("Hello.")),
+        "it keeps serving"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relayed_stream_is_stored_before_its_terminal_event_reaches_the_client() {
     // SDKs stop reading at the terminal event and send the next request at once: by then the
     // conversation must be stored, or the next request starts a new one.
     let reply = json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
         "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}}]});
     let sse = looprail_gateway::Api::OpenAi.to_stream(&reply, false);
+    // Whole in one piece, and one event a piece (the first then leaves before it is read).
+    for chunks in [vec![sse.clone()], sse.split_inclusive("\n\n").map(str::to_owned).collect()] {
+        stored_before_the_terminal_event(chunks).await;
+    }
+}
+
+/// Five turns of a conversation whose upstream streams `chunks` each time.
+async fn stored_before_the_terminal_event(mut chunks: Vec<String>) {
     // The upstream holds its connection open a moment after the terminal event (as real ones
     // may), so a gateway that stored the conversation only at the end of the body loses it.
+    chunks.push(String::new());
     let upstream = FakeServer::responding(move |_| Reply::Sse {
-        chunks: vec![sse.clone(), String::new()],
+        chunks: chunks.clone(),
         pause: Duration::from_millis(200),
         break_at_end: false,
     })
