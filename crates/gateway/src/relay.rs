@@ -150,7 +150,17 @@ impl Reader {
             let in_flight = if self.done.is_some() { 0 } else { self.buffer.len() };
             return piece.slice(..piece.len() - in_flight);
         }
-        // An event began in an earlier piece: its bytes so far pass with this piece's if it ends.
+        // An event began in an earlier piece: its bytes so far pass with this piece's if it ends
+        // here, or if the reading gives up on it. They are copied only then: an event of
+        // megabytes (a Responses stream's last) arrives in many pieces.
+        let straddling = [&self.buffer[held.saturating_sub(3)..], &piece[..piece.len().min(3)]].concat();
+        let passes = find_event_end(&piece).is_some()
+            || find_event_end(&straddling).is_some()
+            || held + piece.len() > MAX_EVENT_BYTES;
+        if !passes {
+            self.feed(&piece);
+            return Bytes::new();
+        }
         let mut out = self.buffer.clone();
         self.feed(&piece);
         let in_flight = if self.done.is_some() { 0 } else { self.buffer.len() };

@@ -34,6 +34,16 @@ fn an_event_that_never_ends_stops_the_reading_not_the_relay() {
     }
     assert!(reader.is_done());
     assert!(reader.finish().unwrap_err().contains("MiB"), "an error, the buffer dropped");
+    // Passed on, it is held until the reading gives up, then passes whole.
+    let mut reader = Reader::new(Api::OpenAi, "m");
+    let start = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"";
+    let mut passed = reader.pass_on(Bytes::from_static(start)).len();
+    for _ in 0..(MAX_EVENT_BYTES >> 20) {
+        assert_eq!(passed, 0, "held while it may still end");
+        passed = reader.pass_on(Bytes::from(piece.clone())).len();
+    }
+    assert_eq!(passed, start.len() + MAX_EVENT_BYTES, "all of it, once given up");
+    assert!(reader.is_done());
 }
 
 /// A watch that finds the reply degenerate at the text `STOP`.
