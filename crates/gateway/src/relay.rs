@@ -144,10 +144,10 @@ impl Reader {
     /// end or an error event, follows a whole event. Once the stream's end has been read,
     /// everything that arrived passes.
     pub fn pass_on(&mut self, piece: Bytes) -> Bytes {
-        let held = if self.done.is_some() { 0 } else { self.buffer.len() };
+        let held = self.in_flight();
         if held == 0 {
             self.feed(&piece);
-            let in_flight = if self.done.is_some() { 0 } else { self.buffer.len() };
+            let in_flight = self.in_flight();
             return piece.slice(..piece.len() - in_flight);
         }
         // An event began in an earlier piece: its bytes so far pass with this piece's if it ends
@@ -163,12 +163,17 @@ impl Reader {
         }
         let mut out = self.buffer.clone();
         self.feed(&piece);
-        let in_flight = if self.done.is_some() { 0 } else { self.buffer.len() };
+        let in_flight = self.in_flight();
         if in_flight >= held + piece.len() {
             return Bytes::new();
         }
         out.extend_from_slice(&piece[..piece.len() - in_flight]);
         Bytes::from(out)
+    }
+
+    /// The bytes of an event still arriving, not passed on (none once the stream's end was read).
+    fn in_flight(&self) -> usize {
+        if self.done.is_some() { 0 } else { self.buffer.len() }
     }
 
     /// Reads the next bytes of the stream.
