@@ -15,6 +15,8 @@ use std::process::Command;
 
 /// The maturin release the wheels are built with.
 const MATURIN: &str = "maturin==1.16.0";
+/// The `wheel` release that repacks a wheel.
+const WHEEL: &str = "wheel==0.45.1";
 /// The most a wheel may weigh.
 const WHEEL_LIMIT: u64 = 15 << 20;
 
@@ -24,6 +26,27 @@ pub(crate) fn run(command: &mut Command) -> Result<(), String> {
     eprintln!("$ {shown}");
     let status = command.status().map_err(|e| format!("cannot start {shown}: {e}"))?;
     if status.success() { Ok(()) } else { Err(format!("{shown} failed ({status})")) }
+}
+
+/// Runs `command` with its output in `log`; on failure the error carries the log's last lines.
+pub(crate) fn run_logged(command: &mut Command, log: &Path) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    eprintln!("$ {shown} > {}", log.display());
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let errors = file.try_clone().map_err(|e| e.to_string())?;
+    let status =
+        command.stdout(file).stderr(errors).status().map_err(|e| format!("cannot start {shown}: {e}"))?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(format!("{shown} failed ({status}):\n{}", log_tail(log)))
+}
+
+/// The last lines of the log at `path` (what an error quotes: CI keeps no files).
+pub(crate) fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 /// The workspace's version (`[workspace.package] version`).
@@ -74,7 +97,8 @@ fn maturin(cross: bool) -> Result<PathBuf, String> {
     if !venv.join("bin/python").exists() {
         run(Command::new("python3").args(["-m", "venv"]).arg(venv))?;
     }
-    let mut packages = vec![MATURIN];
+    // `wheel` puts the binary BOLT rewrote into the wheel maturin built.
+    let mut packages = vec![MATURIN, WHEEL];
     if cross {
         packages.push("ziglang==0.13.0");
     }
@@ -101,13 +125,22 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
                 .ok()
         })
         .flatten();
+    // Then rewritten by BOLT where the machine has it (see `bolt`), without it as PGO left it.
+    let bolt = tool
+        .is_some()
+        .then(|| {
+            crate::bolt::find()
+                .map_err(|why| eprintln!("bolt: skipped, the binary is optimised with PGO only: {why}"))
+                .ok()
+        })
+        .flatten();
     // The wheel (maturin builds the binary with the `dist` profile: release, stripped).
     let mut build = Command::new(maturin(cross)?);
     build.args(["build", "-m", "crates/cli/Cargo.toml", "--out", "target/wheels"]);
     if let Some(tool) = &tool {
         let profdata = crate::pgo::profile(tool)?;
         build
-            .env("RUSTFLAGS", crate::pgo::rustflags(&profdata))
+            .envs(crate::pgo::build_env(&profdata, bolt.is_some()))
             .env("CARGO_TARGET_DIR", crate::pgo::optimised_dir());
     }
     if let Some(target) = &target {
@@ -127,16 +160,20 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
         })
         .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
         .ok_or("maturin wrote no wheel")?;
+    let built = if tool.is_some() { crate::pgo::optimised_dir() } else { PathBuf::from("target") };
+    let mut binary = match &target {
+        Some(t) => built.join(t).join("dist/looprail"),
+        None => built.join("dist/looprail"),
+    };
+    if let Some(bolt) = &bolt {
+        binary = crate::bolt::optimise(bolt, &binary)?;
+        put_in_wheel(&wheel, &binary)?;
+    }
     let size = wheel.metadata().map_err(|e| e.to_string())?.len();
     println!("wheel: {} ({:.1} MB; limit {} MB)", wheel.display(), size as f64 / 1e6, WHEEL_LIMIT >> 20);
     if size > WHEEL_LIMIT {
         return Err(format!("the wheel weighs {size} bytes, over {WHEEL_LIMIT}"));
     }
-    let built = if tool.is_some() { crate::pgo::optimised_dir() } else { PathBuf::from("target") };
-    let binary = match &target {
-        Some(t) => built.join(t).join("dist/looprail"),
-        None => built.join("dist/looprail"),
-    };
     let tarballs = npm(&version, &triple, &binary)?;
     if flags.iter().any(|f| f == "--check") {
         if cross {
@@ -144,6 +181,32 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
         }
         check(&wheel, &tarballs)?;
     }
+    Ok(())
+}
+
+/// The wheel at `wheel` with its `looprail` replaced by `binary` (the one BOLT rewrote after
+/// maturin built it), repacked by the `wheel` tool so its RECORD lists the new file's hash.
+fn put_in_wheel(wheel: &Path, binary: &Path) -> Result<(), String> {
+    let python = Path::new("target/dist/venv/bin/python");
+    let unpacked = Path::new("target/dist/unpacked");
+    let _ = std::fs::remove_dir_all(unpacked);
+    run(Command::new(python).args(["-m", "wheel", "unpack", "-d"]).arg(unpacked).arg(wheel))?;
+    let tree = std::fs::read_dir(unpacked)
+        .map_err(|e| format!("{}: {e}", unpacked.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .ok_or("the wheel unpacked to nothing")?;
+    let scripts = std::fs::read_dir(&tree)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("scripts/looprail"))
+        .find(|p| p.is_file())
+        .ok_or("the wheel carries no scripts/looprail")?;
+    std::fs::copy(binary, &scripts).map_err(|e| format!("{}: {e}", scripts.display()))?;
+    let out = wheel.parent().ok_or("the wheel has no directory")?;
+    run(Command::new(python).args(["-m", "wheel", "pack", "-d"]).arg(out).arg(&tree))?;
+    let _ = std::fs::remove_dir_all(unpacked);
     Ok(())
 }
 

@@ -100,10 +100,11 @@ fn litellm(root: &Path) -> Result<(PathBuf, String), String> {
 /// Runs the benchmark; returns the number of missed targets.
 pub fn gateway_peers() -> Result<usize, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    // The binary the packages ship: optimised with a profile of the gateway at work; the plain
-    // release build where rustup's llvm-profdata cannot be had (the rows say which).
+    // The binary the packages ship: optimised with a profile of the gateway at work (PGO, then
+    // BOLT where the machine has it); the plain release build where rustup's llvm-profdata
+    // cannot be had (the rows say which).
     let (looprail, build) = match crate::pgo::llvm_profdata() {
-        Ok(tool) => (crate::pgo::optimised_binary(&tool)?, "dist profile, PGO"),
+        Ok(tool) => crate::pgo::optimised_binary(&tool)?,
         Err(why) => {
             eprintln!("pgo: skipped, measuring the release build without a profile: {why}");
             let built = Command::new(crate::cargo_bin())

@@ -10,8 +10,9 @@
 //!   the same files ([`mod@bench`]); `bench hook`: the hook command, a process per event;
 //!   `bench gateway-peers`: the gateway beside nginx and the LiteLLM proxy, one fake upstream,
 //!   the same loads ([`mod@gateway_peers`]), measuring the binary the packages ship.
-//! - `pgo`: `looprail` optimised with a profile of the gateway at work, the binary `dist` packs
-//!   and `bench gateway-peers` measures ([`mod@pgo`]).
+//! - `pgo`: `looprail` optimised with a profile of the gateway at work (PGO, then BOLT where the
+//!   machine has it), the binary `dist` packs and `bench gateway-peers` measures ([`mod@pgo`],
+//!   [`mod@bolt`]).
 //! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
 //!   their last tag, and of the wheels and npm packages `dist` built; a dry run unless told
 //!   otherwise (see [`release`]).
@@ -22,6 +23,7 @@
 //!   random, PostgreSQL); CI runs a shorter one.
 
 mod bench;
+mod bolt;
 mod dist;
 mod gateway_peers;
 mod hook_speed;
@@ -317,7 +319,7 @@ fn main() -> ExitCode {
         Some("dist") => dist::dist(&std::env::args().skip(2).collect::<Vec<_>>()),
         Some("pgo") => pgo::llvm_profdata()
             .and_then(|tool| pgo::optimised_binary(&tool))
-            .map(|binary| println!("{}", binary.display())),
+            .map(|(binary, _)| println!("{}", binary.display())),
         Some("docs") => docs(),
         Some("chaos") => chaos(),
         Some(other) => {

@@ -23,6 +23,9 @@
 //! Code the training does not run (the Responses API, the passthrough routes, compaction) is
 //! laid out as cold: it works the same, a little slower than without PGO. `cargo build
 //! --release` and `cargo install` get no PGO.
+//!
+//! Where the machine has BOLT, the optimised build is then linked for it and rewritten by it
+//! from a second training run ([`mod@crate::bolt`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +38,7 @@ fn root() -> PathBuf {
 }
 
 /// Where the three steps work.
-fn dir() -> PathBuf {
+pub fn dir() -> PathBuf {
     root().join("target/pgo")
 }
 
@@ -64,13 +67,19 @@ pub fn rustflags(profdata: &Path) -> String {
 /// rustup's `llvm-profdata` for this toolchain (its LLVM must be rustc's), added when missing;
 /// the error says why there is none (a machine that cannot reach rustup's server).
 pub fn llvm_profdata() -> Result<PathBuf, String> {
+    llvm_tool("llvm-profdata")
+}
+
+/// A tool of rustup's `llvm-tools` component for this toolchain (`llvm-profdata`,
+/// `llvm-strip`), the component added when missing.
+pub fn llvm_tool(name: &str) -> Result<PathBuf, String> {
     let out =
         Command::new("rustc").args(["--print", "sysroot"]).output().map_err(|e| format!("rustc: {e}"))?;
     let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let tool = Path::new(&sysroot).join("lib/rustlib").join(host()?).join("bin/llvm-profdata");
+    let tool = Path::new(&sysroot).join("lib/rustlib").join(host()?).join("bin").join(name);
     if !tool.exists() {
         run(Command::new("rustup").args(["component", "add", "llvm-tools"]))
-            .map_err(|e| format!("llvm-profdata is missing and rustup could not add it: {e}"))?;
+            .map_err(|e| format!("{name} is missing and rustup could not add it: {e}"))?;
     }
     if tool.exists() { Ok(tool) } else { Err(format!("{} missing after adding llvm-tools", tool.display())) }
 }
@@ -95,14 +104,75 @@ fn training_driver() -> Result<PathBuf, String> {
         .ok_or_else(|| "cargo named no executable for the peers benchmark".to_owned())
 }
 
-/// `looprail` built with the `dist` profile into `target_dir` with `rustflags`; its path.
-fn build_looprail(target_dir: &Path, rustflags: String) -> Result<PathBuf, String> {
+/// `looprail` built with the `dist` profile into `target_dir` with `env` (see [`build_env`]);
+/// its path.
+fn build_looprail(target_dir: &Path, env: Vec<(&'static str, String)>) -> Result<PathBuf, String> {
     run(Command::new(crate::cargo_bin())
         .current_dir(root())
         .args(["build", "-q", "--profile", "dist", "-p", "looprail-cli", "--bin", "looprail"])
         .env("CARGO_TARGET_DIR", target_dir)
-        .env("RUSTFLAGS", rustflags))?;
+        .envs(env))?;
     Ok(target_dir.join("dist/looprail"))
+}
+
+/// The environment of a build optimised with the profile at `profdata`: its `RUSTFLAGS`
+/// ([`rustflags`]) and, when BOLT is to rewrite the binary after (`for_bolt`), the link's
+/// relocations kept in it (BOLT moves whole functions only with them) and its symbols (the
+/// `dist` profile strips them; BOLT finds functions by them, and [`crate::bolt`] strips after).
+pub fn build_env(profdata: &Path, for_bolt: bool) -> Vec<(&'static str, String)> {
+    let mut flags = rustflags(profdata);
+    let mut env = Vec::new();
+    if for_bolt {
+        flags.push_str(" -Clink-arg=-Wl,--emit-relocs");
+        env.push(("CARGO_PROFILE_DIST_STRIP", "false".to_owned()));
+    }
+    env.push(("RUSTFLAGS", flags));
+    env
+}
+
+/// Runs the training load on `binary` (a build that counts what runs: PGO's instrumented one,
+/// or BOLT's), with its output in `dir/training.log` and its report in `dir/training.json`:
+/// the peers benchmark, built with the test profile (the load, not its speed, is what counts),
+/// alone through a short version of every load (one client, 1,000 requests/s, the highest
+/// rate; Chat Completions and Messages, streamed and not), each gateway stopped with SIGTERM,
+/// on which it exits and writes its counts.
+pub fn train(binary: &Path, dir: &Path) -> Result<(), String> {
+    let driver = training_driver()?;
+    let report = dir.join("training.json");
+    let log_path = dir.join("training.log");
+    let _ = std::fs::remove_file(&report);
+    let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let errors = log.try_clone().map_err(|e| e.to_string())?;
+    let mut train = Command::new(&driver);
+    train
+        .current_dir(root().join("crates/gateway"))
+        .arg("--bench")
+        .env("LOOPRAIL_PEERS_LOOPRAIL", binary)
+        .env("LOOPRAIL_PEERS_SYSTEMS", "looprail")
+        .env("LOOPRAIL_PEERS_LOADS", "1,1000,max")
+        .env("LOOPRAIL_PEERS_QUICK", "1")
+        .env("LOOPRAIL_PEERS_FS_WAIT_S", "0")
+        .env("LOOPRAIL_PEERS_OUT", &report)
+        .env_remove("LOOPRAIL_PEERS_BASELINE")
+        .stdout(log)
+        .stderr(errors);
+    // Its exit status says whether the targets were met, which a training run does not care
+    // about; that it measured looprail is what matters.
+    eprintln!("$ {train:?} > {}", log_path.display());
+    train.status().map_err(|e| format!("cannot run the training driver: {e}"))?;
+    let measured = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|doc| doc["rows"].as_array().cloned())
+        .is_some_and(|rows| {
+            rows.iter().any(|r| r["system"] == "looprail" && r["requests"].as_u64().unwrap_or(0) > 0)
+        });
+    if measured {
+        Ok(())
+    } else {
+        let tail = crate::dist::log_tail(&log_path);
+        Err(format!("the training run measured no looprail request ({}):\n{tail}", log_path.display()))
+    }
 }
 
 /// Builds `looprail` instrumented, trains it and merges its counts with `profdata_tool`
@@ -111,7 +181,7 @@ pub fn profile(profdata_tool: &Path) -> Result<PathBuf, String> {
     let dir = dir();
     let counts = dir.join("counts");
     let generate = with_rustflags(&format!("-Cprofile-generate={}", counts.display()));
-    let instrumented = build_looprail(&dir.join("instrumented"), generate)?;
+    let instrumented = build_looprail(&dir.join("instrumented"), vec![("RUSTFLAGS", generate)])?;
     // A profile trained on this very build is used again (the training is not repeated for
     // nothing, and the optimised build, named by the profile, stays built).
     let stamp = dir.join("trained-on");
@@ -127,34 +197,7 @@ pub fn profile(profdata_tool: &Path) -> Result<PathBuf, String> {
     // The build's own scripts were instrumented too and wrote counts: only the gateway's count.
     let _ = std::fs::remove_dir_all(&counts);
     std::fs::create_dir_all(&counts).map_err(|e| format!("{}: {e}", counts.display()))?;
-    let driver = training_driver()?;
-    let report = dir.join("training.json");
-    let _ = std::fs::remove_file(&report);
-    let mut train = Command::new(&driver);
-    train
-        .current_dir(root().join("crates/gateway"))
-        .arg("--bench")
-        .env("LOOPRAIL_PEERS_LOOPRAIL", &instrumented)
-        .env("LOOPRAIL_PEERS_SYSTEMS", "looprail")
-        .env("LOOPRAIL_PEERS_LOADS", "1,1000,max")
-        .env("LOOPRAIL_PEERS_QUICK", "1")
-        .env("LOOPRAIL_PEERS_FS_WAIT_S", "0")
-        .env("LOOPRAIL_PEERS_OUT", &report)
-        .env_remove("LOOPRAIL_PEERS_BASELINE");
-    // Its exit status says whether the targets were met, which a training run does not care
-    // about; that it measured looprail is what matters.
-    eprintln!("$ {train:?}");
-    train.status().map_err(|e| format!("cannot run the training driver: {e}"))?;
-    let measured = std::fs::read_to_string(&report)
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|doc| doc["rows"].as_array().cloned())
-        .is_some_and(|rows| {
-            rows.iter().any(|r| r["system"] == "looprail" && r["requests"].as_u64().unwrap_or(0) > 0)
-        });
-    if !measured {
-        return Err(format!("the training run measured no looprail request (see {})", report.display()));
-    }
+    train(&instrumented, &dir)?;
     let raw: Vec<PathBuf> = std::fs::read_dir(&counts)
         .map_err(|e| e.to_string())?
         .filter_map(Result::ok)
@@ -184,7 +227,7 @@ pub fn profile(profdata_tool: &Path) -> Result<PathBuf, String> {
 }
 
 /// What tells one build of `binary` from another: its size and modification time.
-fn stamp_of(binary: &Path) -> Result<String, String> {
+pub fn stamp_of(binary: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
     let modified = meta.modified().map_err(|e| e.to_string())?;
     let since = modified.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -192,8 +235,17 @@ fn stamp_of(binary: &Path) -> Result<String, String> {
 }
 
 /// `looprail` with the `dist` profile, optimised with the profile of the current build
-/// ([`profile`], counts merged with `profdata_tool`); its path.
-pub fn optimised_binary(profdata_tool: &Path) -> Result<PathBuf, String> {
+/// ([`profile`], counts merged with `profdata_tool`), then rewritten by BOLT when the machine
+/// has it ([`crate::bolt::find`]; without it, the PGO build and a line saying so): its path,
+/// and how it was built in words (`dist profile, PGO and BOLT`).
+pub fn optimised_binary(profdata_tool: &Path) -> Result<(PathBuf, &'static str), String> {
+    let bolt = crate::bolt::find()
+        .map_err(|why| eprintln!("bolt: skipped, the binary is optimised with PGO only: {why}"))
+        .ok();
     let profdata = profile(profdata_tool)?;
-    build_looprail(&optimised_dir(), rustflags(&profdata))
+    let binary = build_looprail(&optimised_dir(), build_env(&profdata, bolt.is_some()))?;
+    match &bolt {
+        Some(bolt) => Ok((crate::bolt::optimise(bolt, &binary)?, "dist profile, PGO and BOLT")),
+        None => Ok((binary, "dist profile, PGO")),
+    }
 }
