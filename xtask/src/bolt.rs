@@ -81,8 +81,6 @@ pub fn optimise(bolt: &Bolt, binary: &Path) -> Result<PathBuf, String> {
     let _ = std::fs::remove_file(&stamp);
     let instrumented = dir.join("instrumented");
     let counts = dir.join("counts");
-    let _ = std::fs::remove_dir_all(&counts);
-    std::fs::create_dir_all(&counts).map_err(|e| format!("{}: {e}", counts.display()))?;
     crate::dist::run_logged(
         Command::new(&bolt.llvm_bolt)
             .arg(binary)
@@ -94,16 +92,7 @@ pub fn optimise(bolt: &Bolt, binary: &Path) -> Result<PathBuf, String> {
             .arg("--instrumentation-file-append-pid"),
         &dir.join("instrument.log"),
     )?;
-    crate::pgo::train(&instrumented, &dir)?;
-    let raw: Vec<PathBuf> = std::fs::read_dir(&counts)
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "fdata"))
-        .collect();
-    if raw.is_empty() {
-        return Err("the instrumented gateway wrote no BOLT counts (was it stopped with SIGTERM?)".into());
-    }
+    let raw = crate::pgo::trained_counts(&instrumented, &dir, &counts, "fdata")?;
     let profile = dir.join("profile.fdata");
     crate::dist::run_logged(
         Command::new(&bolt.merge_fdata).args(&raw).arg("-q").arg("-o").arg(&profile),

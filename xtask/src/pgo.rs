@@ -195,18 +195,7 @@ pub fn profile(profdata_tool: &Path) -> Result<PathBuf, String> {
         return Ok(PathBuf::from(profdata));
     }
     // The build's own scripts were instrumented too and wrote counts: only the gateway's count.
-    let _ = std::fs::remove_dir_all(&counts);
-    std::fs::create_dir_all(&counts).map_err(|e| format!("{}: {e}", counts.display()))?;
-    train(&instrumented, &dir)?;
-    let raw: Vec<PathBuf> = std::fs::read_dir(&counts)
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
-        .collect();
-    if raw.is_empty() {
-        return Err("the instrumented gateway wrote no counts (was it stopped with SIGTERM?)".into());
-    }
+    let raw = trained_counts(&instrumented, &dir, &counts, "profraw")?;
     let merged = dir.join("merged.profdata");
     run(Command::new(profdata_tool).arg("merge").arg("-o").arg(&merged).args(&raw))?;
     // Named by its content: cargo rebuilds when RUSTFLAGS change, not when a file they name
@@ -224,6 +213,27 @@ pub fn profile(profdata_tool: &Path) -> Result<PathBuf, String> {
     std::fs::rename(&merged, &profdata).map_err(|e| format!("{}: {e}", profdata.display()))?;
     std::fs::write(&stamp, format!("{built}\n{}", profdata.display())).map_err(|e| e.to_string())?;
     Ok(profdata)
+}
+
+/// Empties `counts`, trains `binary` ([`train`], its log and report in `dir`) and returns the
+/// files ending in `.ext` the instrumented gateways wrote to `counts`.
+pub fn trained_counts(binary: &Path, dir: &Path, counts: &Path, ext: &str) -> Result<Vec<PathBuf>, String> {
+    let _ = std::fs::remove_dir_all(counts);
+    std::fs::create_dir_all(counts).map_err(|e| format!("{}: {e}", counts.display()))?;
+    train(binary, dir)?;
+    let raw: Vec<PathBuf> = std::fs::read_dir(counts)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    if raw.is_empty() {
+        return Err(format!(
+            "the instrumented gateway wrote no .{ext} counts to {} (was it stopped with SIGTERM?)",
+            counts.display()
+        ));
+    }
+    Ok(raw)
 }
 
 /// What tells one build of `binary` from another: its size and modification time.
