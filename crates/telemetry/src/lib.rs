@@ -113,6 +113,9 @@ pub fn install_from_env() -> Result<Option<Telemetry>, TelemetryError> {
 /// Installs the global `tracing` subscriber exporting looprail's spans and metrics to
 /// `config`'s endpoint.
 pub fn install(config: &OtlpConfig) -> Result<Telemetry, TelemetryError> {
+    // The exporters' HTTP client needs a TLS provider even for plain-HTTP endpoints: ring, as
+    // everywhere in looprail (a provider installed before is kept).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let protocol = config.protocol.otlp();
     let resource = Resource::builder().with_service_name(config.service_name.clone()).build();
     let mut spans = SpanExporter::builder().with_http().with_protocol(protocol);
