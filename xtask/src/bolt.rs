@@ -2,7 +2,7 @@
 //! ([`mod@crate::pgo`]).
 //!
 //! PGO lays out each function's blocks by how often they run; the functions themselves stay
-//! where the linker put them, so the ones a request runs are spread over the binary's 15 MB of
+//! where the linker put them, so the ones a request runs are spread over the binary's 14 MB of
 //! code. At one client the gateway's request path runs cold (the client and the upstream ran
 //! in between and evicted it), so the cache lines and pages of code it touches miss.
 //! BOLT rewrites the linked binary from a profile of it at work: the functions that ran packed
