@@ -45,6 +45,11 @@ pub fn find() -> Result<Bolt, String> {
     find_in(&std::env::split_paths(&path).collect::<Vec<_>>())
 }
 
+/// [`find`], or `None` after a line saying the binary gets PGO only, and why.
+pub fn find_or_say() -> Option<Bolt> {
+    find().map_err(|why| eprintln!("bolt: skipped, the binary is optimised with PGO only: {why}")).ok()
+}
+
 /// BOLT in `dirs`: `llvm-bolt`, else the newest `llvm-bolt-NN`, with the `merge-fdata` of the
 /// same installation (beside `llvm-bolt`'s real path, or named with the same version).
 fn find_in(dirs: &[PathBuf]) -> Result<Bolt, String> {

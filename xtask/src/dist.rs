@@ -126,14 +126,7 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
         })
         .flatten();
     // Then rewritten by BOLT where the machine has it (see `bolt`), without it as PGO left it.
-    let bolt = tool
-        .is_some()
-        .then(|| {
-            crate::bolt::find()
-                .map_err(|why| eprintln!("bolt: skipped, the binary is optimised with PGO only: {why}"))
-                .ok()
-        })
-        .flatten();
+    let bolt = tool.is_some().then(crate::bolt::find_or_say).flatten();
     // The wheel (maturin builds the binary with the `dist` profile: release, stripped).
     let mut build = Command::new(maturin(cross)?);
     build.args(["build", "-m", "crates/cli/Cargo.toml", "--out", "target/wheels"]);

@@ -246,12 +246,10 @@ pub fn stamp_of(binary: &Path) -> Result<String, String> {
 
 /// `looprail` with the `dist` profile, optimised with the profile of the current build
 /// ([`profile`], counts merged with `profdata_tool`), then rewritten by BOLT when the machine
-/// has it ([`crate::bolt::find`]; without it, the PGO build and a line saying so): its path,
+/// has it ([`crate::bolt::find_or_say`]; without it, the PGO build): its path,
 /// and how it was built in words (`dist profile, PGO and BOLT`).
 pub fn optimised_binary(profdata_tool: &Path) -> Result<(PathBuf, &'static str), String> {
-    let bolt = crate::bolt::find()
-        .map_err(|why| eprintln!("bolt: skipped, the binary is optimised with PGO only: {why}"))
-        .ok();
+    let bolt = crate::bolt::find_or_say();
     let profdata = profile(profdata_tool)?;
     let binary = build_looprail(&optimised_dir(), build_env(&profdata, bolt.is_some()))?;
     match &bolt {
