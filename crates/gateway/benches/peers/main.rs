@@ -190,9 +190,11 @@ fn loads() -> Vec<Load> {
 async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths: &Lengths) -> Vec<Row> {
     let mut rows = Vec::new();
     let loads = loads();
-    for api in [Api::OpenAi, Api::Anthropic] {
-        for stream in [false, true] {
-            for &load in &loads {
+    // Load by load, each across the four API and streaming cells: this VM's speed drifts over
+    // minutes, so the rows of one load (the one-client rows most) are read in one phase.
+    for &load in &loads {
+        for api in [Api::OpenAi, Api::Anthropic] {
+            for stream in [false, true] {
                 eprintln!("measuring {} stream={stream} {load:?}", api.name());
                 let mut cell: Vec<Row> = match load {
                     Load::Sequential => {
