@@ -4,13 +4,13 @@
 //! cannot slow the load down and hide its queue; a closed loop of many clients for the highest
 //! rate a system sustains).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
-use crate::requests::{Api, body, nth};
+use crate::requests::{Api, IN_FLIGHT, body, in_flight, nth};
 
 /// A request ready to send: its conversation's name and its body.
 pub struct Prepared {
@@ -49,22 +49,57 @@ pub struct Target {
     /// The system's process, when it is one (its CPU time is read around each load).
     pub pid: Option<u32>,
     client: reqwest::Client,
-    sent: Arc<AtomicU64>,
+    cell: Arc<Mutex<Cell>>,
+    probes: Arc<AtomicU64>,
+}
+
+/// Where a target's requests are in the conversations of the cell being measured.
+#[derive(Debug, Default)]
+struct Cell {
+    /// The cells begun so far (a conversation's name carries its cell's).
+    number: u64,
+    /// Requests sent in this cell.
+    sent: u64,
+    /// Its conversations taken in turn.
+    in_flight: u64,
 }
 
 impl Target {
     /// A target with its own connection pool.
     pub fn new(system: &'static str, base: String) -> Result<Self, reqwest::Error> {
         let client = reqwest::Client::builder().timeout(TIMEOUT).pool_max_idle_per_host(4_096).build()?;
-        Ok(Self { system, base, pid: None, client, sent: Arc::new(AtomicU64::new(0)) })
+        let cell = Arc::new(Mutex::new(Cell { in_flight: IN_FLIGHT, ..Cell::default() }));
+        Ok(Self { system, base, pid: None, client, cell, probes: Arc::new(AtomicU64::new(0)) })
     }
 
-    /// The next request to this system (see [`crate::requests`]).
+    /// Begins a cell of about `requests` requests (`u64::MAX` when not known): its conversations
+    /// are new ones, as many taken in turn as run whole within it (see [`in_flight`]).
+    pub fn begin_cell(&self, requests: u64) {
+        let mut cell = self.cell.lock().expect("cell lock");
+        *cell = Cell { number: cell.number + 1, sent: 0, in_flight: in_flight(requests) };
+    }
+
+    /// The next request of the cell begun last (see [`crate::requests`]).
     pub fn next_body(&self, api: Api, stream: bool) -> Prepared {
-        let (conversation, calls) = nth(self.sent.fetch_add(1, Ordering::Relaxed));
-        // Apart per system, API and stream flag: a conversation never changes API mid-way.
-        let run = format!("{}-{}-{}-{stream}-{conversation}", self.system, std::process::id(), api.name());
+        let (number, n, in_flight) = {
+            let mut cell = self.cell.lock().expect("cell lock");
+            cell.sent += 1;
+            (cell.number, cell.sent - 1, cell.in_flight)
+        };
+        let (conversation, calls) = nth(n, in_flight);
+        // Apart per system and cell: a conversation never changes API mid-way, nor goes on
+        // from another cell's.
+        let run =
+            format!("{}-{}-{}-{stream}-{number}-{conversation}", self.system, std::process::id(), api.name());
         Prepared { body: body(api, stream, &run, calls), run }
+    }
+
+    /// A request measured by no cell (a check that the system answers): a conversation of its
+    /// own, its first request.
+    pub fn probe_body(&self, api: Api) -> Prepared {
+        let n = self.probes.fetch_add(1, Ordering::Relaxed);
+        let run = format!("{}-{}-{}-probe-{n}", self.system, std::process::id(), api.name());
+        Prepared { body: body(api, false, &run, 1), run }
     }
 
     /// Sends `request`, timing from `due` (now, or when it was sent).
@@ -125,6 +160,9 @@ const BETWEEN_REQUESTS: Duration = Duration::from_millis(1);
 /// samples per target.
 pub async fn sequential(targets: &[Target], api: Api, stream: bool, rounds: usize) -> Vec<Vec<Sample>> {
     let mut samples = vec![Vec::with_capacity(rounds); targets.len()];
+    for target in targets {
+        target.begin_cell(rounds as u64);
+    }
     for round in 0..rounds {
         for turn in 0..targets.len() {
             let i = (round + turn) % targets.len();
@@ -141,6 +179,7 @@ pub async fn sequential(targets: &[Target], api: Api, stream: bool, rounds: usiz
 /// requests over the time until the last answer).
 pub async fn open(target: &Target, api: Api, stream: bool, rps: f64, length: Duration) -> (Vec<Sample>, f64) {
     let count = (rps * length.as_secs_f64()).round() as usize;
+    target.begin_cell(count as u64);
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(count);
     for i in 0..count {
@@ -163,6 +202,7 @@ pub async fn closed(
     clients: usize,
     length: Duration,
 ) -> (Vec<Sample>, f64) {
+    target.begin_cell(u64::MAX);
     let started = Instant::now();
     let tasks = (0..clients)
         .map(|_| {

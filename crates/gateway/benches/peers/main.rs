@@ -156,7 +156,7 @@ async fn settle(target: &Target, api: Api) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = std::time::Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
-        let probe = target.send(api, target.next_body(api, false), std::time::Instant::now()).await;
+        let probe = target.send(api, target.probe_body(api), std::time::Instant::now()).await;
         if !probe.failed && probe.last < Duration::from_millis(200) {
             return;
         }

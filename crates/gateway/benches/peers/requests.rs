@@ -1,8 +1,10 @@
 //! The requests every system is sent: agents' conversations (a system prompt, the task, a
 //! declared tool, then tool calls with their results), each of [`STEPS`] requests whose history
-//! grows by one distinct call and its result, [`IN_FLIGHT`] conversations taken in turn (so a
-//! conversation's next request comes long after its last was answered, as an agent's does). The
-//! client names its conversation (`x-looprail-run`), as an agent framework may; the gateway
+//! grows by one distinct call and its result, up to [`IN_FLIGHT`] conversations taken in turn (so
+//! a conversation's next request comes long after its last was answered, as an agent's does).
+//! Each cell (a load, an API, streamed or not) sends conversations of its own and runs them
+//! whole, so a tenth of its requests start a conversation, as in an agent's run of ten steps.
+//! The client names its conversation (`x-looprail-run`), as an agent framework may; the gateway
 //! reads and writes its state on every request all the same.
 
 use serde_json::{Value, json};
@@ -46,13 +48,23 @@ impl Api {
 /// Requests per conversation.
 pub const STEPS: u64 = 10;
 
-/// Conversations taken in turn.
+/// The most conversations a cell takes in turn.
 pub const IN_FLIGHT: u64 = 100;
 
-/// Request `n` to a system: its conversation's name and how many calls its history holds.
-pub fn nth(n: u64) -> (u64, usize) {
-    let (round, slot) = (n / IN_FLIGHT, n % IN_FLIGHT);
-    let conversation = (round / STEPS) * IN_FLIGHT + slot;
+/// How many conversations a cell of `requests` requests takes in turn: as many as run their
+/// [`STEPS`] requests whole within it, at most [`IN_FLIGHT`], at least one. (Until session 33
+/// every cell took 100 and its count went on from the cell before, so a one-client cell of 400
+/// requests started a conversation with a quarter to a half of them.)
+pub fn in_flight(requests: u64) -> u64 {
+    (requests / STEPS).clamp(1, IN_FLIGHT)
+}
+
+/// A cell's request `n` with `in_flight` conversations taken in turn: its conversation's number
+/// and how many calls its history holds.
+pub fn nth(n: u64, in_flight: u64) -> (u64, usize) {
+    let in_flight = in_flight.max(1);
+    let (round, slot) = (n / in_flight, n % in_flight);
+    let conversation = (round / STEPS) * in_flight + slot;
     (conversation, 1 + (round % STEPS) as usize)
 }
 

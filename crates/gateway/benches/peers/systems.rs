@@ -122,7 +122,7 @@ async fn start(
             if let Ok(Some(status)) = running.child.try_wait() {
                 return Err(format!("{system} exited ({status}): {}", log_tail(log)));
             }
-            if !target.send(api, target.next_body(api, false), Instant::now()).await.failed {
+            if !target.send(api, target.probe_body(api), Instant::now()).await.failed {
                 break;
             }
             if started.elapsed() > STARTUP {
