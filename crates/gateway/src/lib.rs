@@ -53,6 +53,7 @@ mod newest_kept;
 mod passthrough;
 mod poll_rounds;
 pub mod record;
+mod recorder;
 pub mod relay;
 pub mod request;
 mod respond;
@@ -176,7 +177,7 @@ pub struct Gateway {
     body_limit: usize,
     store: SharedStore,
     /// Where conversations are recorded, when they are.
-    recorder: Option<record::Recorder>,
+    recorder: Option<recorder::Recorder>,
     compaction: Option<compaction::CompactionSettings>,
     on_store_error: StoreFailure,
     http: http_client::HttpClient,
@@ -209,7 +210,7 @@ impl Gateway {
             .then(|| group_commit::GroupCommit::new(Arc::clone(&store)));
         let recorder = config
             .record_dir
-            .map(record::Recorder::start)
+            .map(recorder::Recorder::start)
             .transpose()
             .map_err(|e| GatewayError::Record(e.to_string()))?;
         Ok(Arc::new(Self {

@@ -13,6 +13,7 @@ use looprail_guardrails::saved_states;
 use crate::conversation::{ConversationState, Stack};
 use crate::finish::Done;
 use crate::identity;
+use crate::record;
 
 /// What one request leaves to save.
 pub(crate) struct Save {
@@ -45,12 +46,10 @@ pub(crate) struct Recording {
 }
 
 impl Recording {
-    /// The messages to append, copied from `done` (which a conflicting save still reads).
-    fn messages(self, done: &Done) -> Vec<Message> {
-        let mut messages: Vec<Message> = done.system.iter().filter(|_| self.system).cloned().collect();
-        messages.extend(done.new.iter().skip(self.skip).cloned());
-        messages.extend(self.reply);
-        messages
+    /// The lines to append, read from `done` (which a conflicting save still reads).
+    fn lines(&self, done: &Done) -> std::io::Result<Vec<u8>> {
+        let system = done.system.iter().filter(|_| self.system);
+        record::lines(system.chain(done.new.iter().skip(self.skip)).chain(&self.reply))
     }
 }
 
@@ -130,7 +129,11 @@ impl Gateway {
         }
         if let (Some(recorder), Some(record)) = (&self.recorder, record) {
             let recorded = record.recorded;
-            match recorder.append(state.id.clone(), record.messages(&done)).await {
+            let appended = match record.lines(&done) {
+                Ok(lines) => recorder.append(&state.id, lines).await,
+                Err(e) => Err(e),
+            };
+            match appended {
                 Ok(()) => state.recorded = recorded,
                 Err(e) => {
                     tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
