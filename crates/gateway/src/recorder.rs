@@ -11,9 +11,9 @@
 //! - Handing every append to that thread, which opened and closed the file each time, cost
 //!   0.13 ms of CPU per request on average at one client (a sleeping thread woken and waking
 //!   the save back, an `openat`, a `close`): about a seventh of the gateway's CPU per request
-//!   there. So once a conversation's file is open, its
-//!   appends are written by the save itself through the file kept open: one `write` of a few
-//!   hundred bytes into the page cache (and an `fstat`), no hand-over.
+//!   there. So once a conversation's file is open, its appends are written by the save itself
+//!   through the file kept open: one `write` of a few hundred bytes into the page cache (and an
+//!   `fstat`), no hand-over.
 //!
 //! A kept file that was removed (its link count 0) is created again, and its directory with
 //! it. A kept file renamed away (rotated) keeps receiving its conversation's appends until it
@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::record;
@@ -48,7 +48,7 @@ struct Kept {
 }
 
 impl Kept {
-    fn get(&mut self, path: &PathBuf) -> Option<Arc<File>> {
+    fn get(&mut self, path: &Path) -> Option<Arc<File>> {
         self.appends += 1;
         let now = self.appends;
         self.files.get_mut(path).map(|(file, used)| {
