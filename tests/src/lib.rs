@@ -100,6 +100,10 @@ impl Tool for SlowTool {
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+#[doc = include_str!("../../docs/quickstart/library.md")]
+#[cfg(doctest)]
+pub struct LibraryQuickStartDoctests;
+
 #[doc = include_str!("../../docs/loop-engine.md")]
 #[cfg(doctest)]
 pub struct LoopEngineGuideDoctests;

@@ -28,10 +28,10 @@ pub struct GatewayArgs {
     #[arg(long, env = "LOOPRAIL_STORE", default_value = "looprail.db")]
     pub store: String,
     /// The OpenAI-compatible upstream (base URL, without /v1) [default: https://api.openai.com].
-    #[arg(long)]
+    #[arg(long, env = "LOOPRAIL_OPENAI_UPSTREAM")]
     pub openai_upstream: Option<String>,
     /// The Anthropic upstream (base URL, without /v1) [default: https://api.anthropic.com].
-    #[arg(long)]
+    #[arg(long, env = "LOOPRAIL_ANTHROPIC_UPSTREAM")]
     pub anthropic_upstream: Option<String>,
     /// A token clients must send (`Authorization: Bearer` or `x-api-key`); upstream keys then
     /// come from OPENAI_API_KEY / ANTHROPIC_API_KEY only.

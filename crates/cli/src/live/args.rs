@@ -26,7 +26,7 @@ pub struct ModelArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Another base URL (vLLM, Ollama, OpenRouter, a proxy).
-    #[arg(long)]
+    #[arg(long, env = "LOOPRAIL_BASE_URL")]
     pub base_url: Option<String>,
     /// A looprail config file (JSON or TOML).
     #[arg(long)]
