@@ -12,10 +12,12 @@
 //! would otherwise rebuild the usual `target/` every time):
 //!
 //! 1. `looprail` built instrumented (`-Cprofile-generate`), with the `dist` profile;
-//! 2. trained: the peers benchmark, built with the test profile (the load, not its speed, is
-//!    what counts), runs it alone through a short version of every load (one client, 1,000
-//!    requests/s, the highest rate; Chat Completions and Messages, streamed and not), and
-//!    stops it with SIGTERM, on which it writes its counts;
+//! 2. trained: the peers benchmark's driver, built with the test profile (the load, not its
+//!    speed, is what counts), runs it alone through a short version of every load (one client,
+//!    1,000 requests/s, the highest rate; Chat Completions and Messages, streamed and not) with
+//!    its *training* workload, not the one it measures: unnamed conversations of a three-tool
+//!    coding agent (`LOOPRAIL_PEERS_TRAINING=1`), and stops it with SIGTERM, on which it writes
+//!    its counts;
 //! 3. the counts merged with `llvm-profdata` (rustup's `llvm-tools` component, added when
 //!    missing) into `target/pgo/looprail-<hash of its content>.profdata`, which the optimised
 //!    build then reads ([`rustflags`]).
@@ -153,6 +155,9 @@ pub fn train(binary: &Path, dir: &Path) -> Result<(), String> {
         .env("LOOPRAIL_PEERS_QUICK", "1")
         .env("LOOPRAIL_PEERS_FS_WAIT_S", "0")
         .env("LOOPRAIL_PEERS_OUT", &report)
+        // Another workload than the one the benchmark measures (unnamed conversations of a
+        // three-tool coding agent; see the peers bench's requests.rs).
+        .env("LOOPRAIL_PEERS_TRAINING", "1")
         .env_remove("LOOPRAIL_PEERS_BASELINE")
         .stdout(log)
         .stderr(errors);
