@@ -20,7 +20,8 @@
 //! - `dist [--target TRIPLE]... [--all-targets] [--check] [--pgo]`: the `looprail` binary as
 //!   Python wheels, an sdist and npm packages for Linux x86_64 and aarch64, glibc and musl, for
 //!   people without Rust; `--check` installs and runs them ([`mod@dist`]).
-//! - `docs`: rustdoc with warnings denied, and every code block of the user guide compiled.
+//! - `docs`: each crate's README.md from its `lib.rs` documentation, rustdoc with warnings
+//!   denied, and every code block of the user guide compiled.
 //! - `chaos`: the full multi-worker chaos test (200 runs on 20 lanes, 3 workers SIGKILLed at
 //!   random, PostgreSQL); CI runs a shorter one.
 
@@ -30,6 +31,7 @@ mod dist;
 mod gateway_peers;
 mod hook_speed;
 mod pgo;
+mod readmes;
 
 use std::process::{Command, ExitCode};
 
@@ -316,9 +318,14 @@ fn release(flags: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask docs`: rustdoc with warnings denied, then every code block of the README and
-/// of docs/ compiled and run (they are doc-tests of the tests crate).
+/// `cargo xtask docs`: each library crate's README.md written from its `lib.rs` documentation
+/// ([`readmes`]), rustdoc with warnings denied, then every code block of the README and of docs/
+/// compiled and run (they are doc-tests of the tests crate).
 fn docs() -> Result<(), String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for path in readmes::write_all(&root)? {
+        println!("wrote {path}");
+    }
     cargo(&["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])?;
     cargo(&["test", "-p", "looprail-tests", "--doc"], &[])?;
     println!("API docs: target/doc/looprail/index.html; user guide: docs/README.md");

@@ -1,5 +1,5 @@
 //! Replays recorded agent runs offline through the same guard, budget and context stack a
-//! live looprail run uses (B5, B12), and reports where it would have acted and what it would
+//! live looprail run uses, and reports where it would have acted and what it would
 //! have saved: tune your settings on the logs you already have before you ship them.
 //!
 //! The flow of one audited log:

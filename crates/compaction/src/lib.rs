@@ -1,11 +1,11 @@
-//! Token counting, context compaction and the recovery ladder for looprail (F25–F29, B6).
+//! Token counting, context compaction and the recovery ladder for looprail.
 //!
 //! - [`TiktokenCounter`]: cl100k_base (default) or o200k_base, shared per process, with a
 //!   documented framing overhead; [`TokenLedger`] caches per-message counts so a turn costs
 //!   only its new messages.
 //! - Strategies, each a [`ContextPolicy`](looprail_loop_core::context::ContextPolicy) usable
-//!   alone: [`SlidingWindow`] (F25), [`KeepEnds`] (F26) and [`AutoCompaction`] (F27, with the
-//!   R1/R2/R3 recovery ladder of F28). None ever drops the system prompt or separates a tool call
+//!   alone: [`SlidingWindow`], [`KeepEnds`] and [`AutoCompaction`] (with the
+//!   three-step recovery ladder). None ever drops the system prompt or separates a tool call
 //!   from its results.
 //!
 //! ```
@@ -33,7 +33,7 @@
 //!         compactions.push((before_tokens, after_tokens));
 //!     }
 //! }
-//! // One R1 compaction: from just over 5,600 tokens down to the last 10 messages and a summary.
+//! // One compaction: from just over 5,600 tokens down to the last 10 messages and a summary.
 //! assert_eq!(compactions.len(), 1);
 //! assert!(compactions[0].0 > 5_600 && compactions[0].1 < 3_000, "{compactions:?}");
 //! # Ok::<(), Box<dyn std::error::Error>>(())

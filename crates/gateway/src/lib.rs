@@ -9,7 +9,7 @@
 //!   client declared one;
 //! - otherwise, when the ladder ends or a budget or cap is spent, answers with a final text
 //!   obtained upstream with the tool choice `none` and an instruction to say what was tried and what
-//!   the user must decide (F10), so the client's loop ends by itself.
+//!   the user must decide, so the client's loop ends by itself.
 //!
 //! Upstream failures are retried with backoff (honouring `retry-after`) and returned in the
 //! provider's own format; streams are relayed as they arrive ([`relay`]) and a broken one ends

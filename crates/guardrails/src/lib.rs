@@ -5,17 +5,17 @@
 //!
 //! | behaviour | type |
 //! |---|---|
-//! | B10 repetition without novelty (the default detector) | [`NoveltyStreak`] |
-//! | F15 consecutive identical steps stop the run | [`ConsecutiveSteps`] |
-//! | F16 identical and pattern thrash in a window | [`ThrashWindow`] |
-//! | F17 nudge → directive → forced `ask_human` | [`EscalationLadder`], driven by [`LoopGuard`] |
-//! | F18 per-executor repeat counter, abort or hint | [`RepeatCounter`] |
-//! | F19 consecutive errors → reflection | [`ErrorStreak`] |
-//! | B1 canonical arguments, B4 masked observations | [`signature`] |
-//! | B2 polling tools exempt | [`GuardrailsConfig::polling_tools`] |
-//! | B3 alternating cycles, same action + same observation | [`CycleDetector`], [`SameObservation`] |
-//! | B5 offline replay of recorded runs | [`replay`] |
-//! | B14 a reply repeating itself, cut while it streams | [`repetition`], [`DegenerateReplies`] |
+//! | repetition without novelty (the default detector) | [`NoveltyStreak`] |
+//! | consecutive identical steps stop the run | [`ConsecutiveSteps`] |
+//! | identical and pattern thrash in a window | [`ThrashWindow`] |
+//! | nudge → directive → forced `ask_human` | [`EscalationLadder`], driven by [`LoopGuard`] |
+//! | per-executor repeat counter, abort or hint | [`RepeatCounter`] |
+//! | consecutive errors → reflection | [`ErrorStreak`] |
+//! | canonical arguments, masked observations | [`signature`] |
+//! | polling tools exempt | [`GuardrailsConfig::polling_tools`] |
+//! | alternating cycles, same action + same observation | [`CycleDetector`], [`SameObservation`] |
+//! | offline replay of recorded runs | [`replay`] |
+//! | a reply repeating itself, cut while it streams | [`repetition`], [`DegenerateReplies`] |
 //! | the sources' literal rules and peers' rules (gemini-cli, Roo-Code, OpenHands) as named presets | [`Preset`], [`StuckPatterns`] |
 //! | property tests of your own settings (feature `proptest`) | `kit` |
 //!
@@ -28,7 +28,7 @@
 //! on repeated errors. Judged on real SWE-agent (two models), OpenHands and tau-bench runs at
 //! once, it hands every stuck run to a human within 8 calls of its loop's start and stops no
 //! run the benchmark resolved on OpenHands or any run tau-bench's agent finished (figures in
-//! `docs/guardrails.md`). All state is serde data saved with the run (F20).
+//! `docs/guardrails.md`). All state is serde data saved with the run.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! each event feeds the same guard stack a looprail run and the gateway use, kept per session in
 //! a SQLite file, and the ladder's rungs come back in the agent's own terms: a nudge the model
 //! reads with the tool's result, the next identical call denied, the user's permission prompt,
-//! the agent stopped. A new prompt from the user starts a new stretch (B16).
+//! the agent stopped. A new prompt from the user starts a new stretch.
 //!
 //! The pieces: [`agents`] reads and writes each agent's format, [`session`] decides (no I/O),
 //! [`store`] keeps each session's state, [`respond`] runs one invocation and fails open, and

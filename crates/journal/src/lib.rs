@@ -1,4 +1,4 @@
-//! Durable runs for looprail (F31–F37): a run survives a process crash and never repeats a side
+//! Durable runs for looprail: a run survives a process crash and never repeats a side
 //! effect.
 //!
 //! - [`RunStore`]: the run store's one interface: runs and lanes, messages, transactional

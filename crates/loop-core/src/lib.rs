@@ -7,10 +7,10 @@
 //! decides when to stop (budgets, time limits, loop detectors, nudges) is a [`Guard`]; what the
 //! model sees of the history is a [`ContextPolicy`](context::ContextPolicy).
 //!
-//! The engine guarantees: termination checks before every model call (F1), hard caps with no
-//! configuration (F2), a reply on every abnormal stop except cancellation (F3, F10), budgets
-//! that never cut a turn in flight (F4), cooperative cancellation at safe boundaries (F7),
-//! checked state transitions (F8), truncated replies continued (F12), unknown tools or
+//! The engine guarantees: termination checks before every model call, hard caps with no
+//! configuration, a reply on every abnormal stop except cancellation, budgets
+//! that never cut a turn in flight, cooperative cancellation at safe boundaries,
+//! checked state transitions, truncated replies continued, unknown tools or
 //! invalid arguments answered with error results the model sees instead of ending the run, and
 //! no call run from a reply the provider refused.
 //!

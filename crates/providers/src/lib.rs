@@ -1,5 +1,5 @@
 //! OpenAI Chat Completions and Anthropic Messages clients behind looprail's
-//! [`Provider`](looprail_loop_core::Provider) seam (F39, F24).
+//! [`Provider`](looprail_loop_core::Provider) seam.
 //!
 //! - [`OpenAiClient`]: OpenAI and OpenAI-compatible servers (vLLM, Ollama, OpenRouter) via the
 //!   base URL, with an optional key; tools, tool choice, parallel tool calls, usage (requested

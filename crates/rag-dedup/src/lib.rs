@@ -1,4 +1,4 @@
-//! Conversation-scoped RAG chunk dedup and citations for looprail (F30).
+//! Conversation-scoped RAG chunk dedup and citations for looprail.
 //!
 //! The same passage often comes back from retrieval turn after turn. [`RagDedup`] remembers
 //! every chunk shown to the model in a conversation, keyed by (vector store, file, chunk

@@ -1,4 +1,4 @@
-//! Retries, idempotency-aware tool retry and model fallback for looprail (F21, F22, F23).
+//! Retries, idempotency-aware tool retry and model fallback for looprail.
 //!
 //! Provider wrappers in the spirit of tower's layers, composed as you need:
 //!
