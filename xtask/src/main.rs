@@ -326,6 +326,9 @@ fn docs() -> Result<(), String> {
     for path in readmes::write_all(&root)? {
         println!("wrote {path}");
     }
+    // The command reference, from the binary's own --help (crates/cli/tests/cli_reference.rs).
+    cargo(&["test", "-q", "-p", "looprail-cli", "--test", "cli_reference"], &[("SNAPSHOTS", "overwrite")])?;
+    println!("wrote docs/reference/cli.md");
     cargo(&["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])?;
     cargo(&["test", "-p", "looprail-tests", "--doc"], &[])?;
     println!("API docs: target/doc/looprail/index.html; user guide: docs/README.md");
