@@ -63,6 +63,19 @@ fn plain_links(text: &str) -> String {
         let after = &rest[start + 2..];
         let Some(end) = after.find("`]") else { break };
         let follows = after[end + 2..].chars().next();
+        // `[`Provider`](looprail_loop_core::Provider)`: a Rust path, not a web address.
+        let rust_path = (follows == Some('('))
+            .then(|| after[end + 3..].split_once(')'))
+            .flatten()
+            .filter(|(target, _)| target.contains("::") && !target.contains("://"));
+        if let Some((_, tail)) = rust_path {
+            out.push_str(&rest[..start]);
+            out.push('`');
+            out.push_str(&after[..end]);
+            out.push('`');
+            rest = tail;
+            continue;
+        }
         if matches!(follows, Some('(' | '[')) {
             out.push_str(&rest[..start + 2]);
             rest = after;
@@ -149,6 +162,7 @@ mod tests {
             "{text}"
         );
         assert_eq!(plain_links("[`A`][b]"), "[`A`][b]");
+        assert_eq!(plain_links("the [`Provider`](looprail_loop_core::Provider) seam"), "the `Provider` seam");
         assert_eq!(
             without_catalogue_ids("decide (F10), so (see x) and (F32, F34)."),
             "decide, so (see x) and."
