@@ -1,4 +1,4 @@
-//! `cargo xtask dist [--target TRIPLE]... [--all-targets] [--check] [--pgo]`: the `looprail`
+//! `cargo xtask dist [--target TRIPLE]... [--all-targets] [--check] [--pgo | --quick]`: the `looprail`
 //! binary packaged for people without a Rust toolchain, for Linux on x86_64 and aarch64, glibc
 //! and musl ([`targets::ALL`]; the default is this machine's target):
 //!
@@ -11,7 +11,9 @@
 //! need nothing newer than glibc 2.17 whatever the build machine has. The version is the
 //! workspace's. `--pgo` optimises the host target's binary with a profile of the gateway at work
 //! and BOLT ([`crate::pgo`], [`crate::bolt`]): `cargo xtask release` builds the published
-//! packages that way; per-commit CI checks the packages without it. `--check` then checks each
+//! packages that way. `--quick` builds with the `dist-check` profile instead (no cross-crate LTO,
+//! parallel codegen: the same code and packaging in a fraction of the time): per-commit CI checks
+//! the packages that way. `--check` then checks each
 //! package ([`check`]): the glibc floor read from the binary, `--version` and `demo` run
 //! (aarch64 under qemu-user), the host's wheel and npm packages installed into fresh places
 //! with no Rust on PATH with a gateway round trip from each, and the sdist's message without
@@ -86,12 +88,14 @@ struct Plan {
     targets: Vec<Target>,
     check: bool,
     pgo: bool,
+    /// The Cargo profile the binaries are built with: `dist`, or `dist-check` with `--quick`.
+    profile: &'static str,
 }
 
 fn plan(flags: &[String], host: &str) -> Result<Plan, String> {
     let mut targets = Vec::new();
     let mut flags_left = flags.iter();
-    let (mut check, mut pgo) = (false, false);
+    let (mut check, mut pgo, mut quick) = (false, false, false);
     while let Some(flag) = flags_left.next() {
         match flag.as_str() {
             "--target" => {
@@ -101,9 +105,10 @@ fn plan(flags: &[String], host: &str) -> Result<Plan, String> {
             "--all-targets" => targets.extend(ALL),
             "--check" => check = true,
             "--pgo" => pgo = true,
+            "--quick" => quick = true,
             other => {
                 return Err(format!(
-                    "unknown flag `{other}` (dist [--target T]... [--all-targets] [--check] [--pgo])"
+                    "unknown flag `{other}` (dist [--target T]... [--all-targets] [--check] [--pgo | --quick])"
                 ));
             }
         }
@@ -112,7 +117,12 @@ fn plan(flags: &[String], host: &str) -> Result<Plan, String> {
         targets.push(Target::named(host).map_err(|e| format!("this machine: {e}; name one with --target"))?);
     }
     targets.dedup_by_key(|t| t.triple);
-    Ok(Plan { targets, check, pgo })
+    if quick && pgo {
+        return Err(
+            "--quick and --pgo contradict each other: the profile-guided build is the published one".into()
+        );
+    }
+    Ok(Plan { targets, check, pgo, profile: if quick { "dist-check" } else { "dist" } })
 }
 
 /// `cargo xtask dist`: the packages of every target asked for, then (`--check`) each one
@@ -127,7 +137,7 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
         let (wheel, binary) = if plan.pgo && target.triple == host {
             pgo_build(&version, target)?
         } else {
-            wheel::build(&version, target, Path::new("target"), &[])?
+            wheel::build(&version, target, plan.profile, Path::new("target"), &[])?
         };
         let size = wheel.metadata().map_err(|e| e.to_string())?.len();
         println!(
@@ -167,7 +177,7 @@ fn pgo_build(version: &str, target: &Target) -> Result<(PathBuf, PathBuf), Strin
     let bolt = crate::bolt::find_or_say();
     let profdata = crate::pgo::profile(&tool)?;
     let env = crate::pgo::build_env(&profdata, bolt.is_some());
-    let (wheel, mut binary) = wheel::build(version, target, &crate::pgo::optimised_dir(), &env)?;
+    let (wheel, mut binary) = wheel::build(version, target, "dist", &crate::pgo::optimised_dir(), &env)?;
     if let Some(bolt) = &bolt {
         binary = crate::bolt::optimise(bolt, &binary)?;
         wheel::replace_binary(&wheel, &binary)?;
@@ -208,4 +218,36 @@ pub fn publish_packages(version: &str, publish: bool) -> Result<(), String> {
         run(Command::new("npm").args(["publish", "--access", "public"]).arg(tarball))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan;
+
+    fn flags(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_flags_choose_targets_and_profile() {
+        let host = "x86_64-unknown-linux-gnu";
+        let default = plan(&[], host).unwrap();
+        assert_eq!(default.targets.len(), 1);
+        assert_eq!((default.profile, default.check, default.pgo), ("dist", false, false));
+        let all = plan(&flags("--all-targets --check --quick"), host).unwrap();
+        assert_eq!(all.targets.len(), 4);
+        assert_eq!(all.profile, "dist-check");
+        let two =
+            plan(&flags("--target aarch64-unknown-linux-musl --target x86_64-unknown-linux-musl"), host)
+                .unwrap();
+        assert_eq!(
+            two.targets.iter().map(|t| t.triple).collect::<Vec<_>>(),
+            ["aarch64-unknown-linux-musl", "x86_64-unknown-linux-musl"]
+        );
+        assert!(plan(&flags("--pgo --quick"), host).is_err(), "the published build is never the quick one");
+        assert!(plan(&flags("--target"), host).is_err());
+        assert!(plan(&flags("--target x86_64-apple-darwin"), host).is_err());
+        assert!(plan(&flags("--no-pgo"), host).is_err(), "an unknown flag is refused, not ignored");
+        assert!(plan(&[], "x86_64-apple-darwin").is_err(), "a host with no package target must name one");
+    }
 }

@@ -46,11 +46,13 @@ fn platform_tag(target: &Target) -> String {
     format!("{}_{cpu}", target.wheel_policy)
 }
 
-/// Builds `target`'s wheel with the `dist` profile in `target_dir`, with `env` added (the
-/// profile-guided build's flags); the wheel's path and the binary's.
+/// Builds `target`'s wheel with Cargo profile `profile` (`dist`, or the quicker `dist-check`) in
+/// `target_dir`, with `env` added (the profile-guided build's flags); the wheel's path and the
+/// binary's.
 pub fn build(
     version: &str,
     target: &Target,
+    profile: &str,
     target_dir: &Path,
     env: &[(&'static str, String)],
 ) -> Result<(PathBuf, PathBuf), String> {
@@ -62,16 +64,28 @@ pub fn build(
     for old in listed(OUT).into_iter().filter(|p| ours(p)) {
         let _ = std::fs::remove_file(old);
     }
-    let mut build = Command::new(maturin()?);
+    let maturin = maturin()?;
+    let mut build = Command::new(&maturin);
     build
         .args(["build", "-m", "crates/cli/Cargo.toml", "--out", OUT, "--zig"])
-        .args(["--target", target.triple, "--compatibility", target.wheel_policy])
+        // maturin finds zig through the Python on PATH (`python -m ziglang`): the venv's first.
+        .env("PATH", venv_first_path(&maturin)?)
+        .args(["--target", target.triple, "--compatibility", target.wheel_policy, "--profile", profile])
         .env("CARGO_TARGET_DIR", target_dir)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     run(&mut build)?;
     let wheel =
         listed(OUT).into_iter().find(|p| ours(p)).ok_or_else(|| format!("maturin wrote no {tag} wheel"))?;
-    Ok((wheel, target_dir.join(target.triple).join("dist/looprail")))
+    Ok((wheel, target_dir.join(target.triple).join(profile).join("looprail")))
+}
+
+/// PATH with the directory of the venv's tools (`maturin`'s) first.
+fn venv_first_path(maturin: &Path) -> Result<std::ffi::OsString, String> {
+    let bin = std::fs::canonicalize(maturin.parent().ok_or("maturin has no directory")?)
+        .map_err(|e| e.to_string())?;
+    let mut dirs = vec![bin];
+    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(dirs).map_err(|e| e.to_string())
 }
 
 /// The sdist (`looprail-<version>.tar.gz`), pip's way in on platforms without a wheel.
