@@ -16,19 +16,16 @@ pub fn readme(name: &str, lib_rs: &str) -> String {
     let mut in_code = false;
     for line in lib_rs.lines().map(str::trim_start).take_while(|l| l.starts_with("//!") || l.is_empty()) {
         let text = line.strip_prefix("//!").map_or("", |t| t.strip_prefix(' ').unwrap_or(t));
-        if text.trim_start().starts_with("```") {
-            let lang = text.trim_start().trim_start_matches('`');
-            out.push_str(
-                if !in_code && (lang.is_empty() || lang.starts_with("no_run") || lang.starts_with("ignore")) {
-                    "```rust\n"
-                } else if in_code {
-                    "```\n"
-                } else {
-                    text
-                },
-            );
-            if !in_code && !(lang.is_empty() || lang.starts_with("no_run") || lang.starts_with("ignore")) {
-                out.push('\n');
+        if let Some(fence) = text.trim_start().strip_prefix("```") {
+            let lang = fence.trim_start_matches('`');
+            let rust = lang.is_empty() || lang.starts_with("no_run") || lang.starts_with("ignore");
+            match (in_code, rust) {
+                (true, _) => out.push_str("```\n"),
+                (false, true) => out.push_str("```rust\n"),
+                (false, false) => {
+                    out.push_str(text);
+                    out.push('\n');
+                }
             }
             in_code = !in_code;
             continue;
