@@ -2,8 +2,8 @@
 //! PATH. A glibc binary's symbol versions are read from the binary; a binary this machine runs
 //! (x86_64: glibc and static musl) runs `--version` and `demo`; an aarch64 one runs the same
 //! under qemu-user; the wheel pip installs here goes into a fresh venv and the npm packages
-//! into a fresh project, and a gateway round trip works from each; the sdist, installed where
-//! no Rust is on PATH, fails with a message that says Rust is needed.
+//! into a fresh project, and a gateway round trip works from each; the sdist holds a workspace
+//! that resolves offline (and, for a release, pip builds it from source).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -150,35 +150,71 @@ pub fn npm(tarballs: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
-/// The sdist, installed by pip where no Rust is on PATH: it must fail, and say that Rust (cargo)
-/// is what is missing, not leave a half-installed package or an unreadable trace.
-pub fn sdist(sdist: &Path) -> Result<(), String> {
+/// The sdist: unpacked, its workspace must resolve from its own files with nothing fetched
+/// (`cargo metadata --offline`: every crate the command needs is in it) and keep every version
+/// its lock file pins (cargo only drops the entries of the members left out); with `build`, pip also builds and installs it from source in a fresh venv, as on a
+/// platform with no wheel, and the command it installed runs. (Where Rust is missing, maturin's
+/// build backend fetches a toolchain into a temporary directory, or stops saying that Rust is
+/// needed.)
+pub fn sdist(sdist: &Path, build: bool) -> Result<(), String> {
     let root = scratch("sdist")?;
-    let venv = root.join("venv");
-    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    // pip fetches the build backend (maturin) into its isolated build environment.
-    let out = Command::new(venv.join("bin/pip"))
-        .args(["install", "--disable-pip-version-check", "--no-binary", "looprail"])
-        .arg(sdist)
-        .env("PATH", bare_path(&venv.join("bin")))
-        .env_remove("CARGO")
-        .env_remove("RUSTUP_HOME")
-        .env("CARGO_HOME", root.join("no-cargo"))
-        .output()
-        .map_err(|e| format!("pip: {e}"))?;
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let _ = std::fs::remove_dir_all(&root);
-    if out.status.success() {
-        return Err("the sdist installed with no Rust on PATH: what did it build with?".to_owned());
+    run(Command::new("tar").arg("xzf").arg(sdist).arg("-C").arg(&root))?;
+    let tree = std::fs::read_dir(&root)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .ok_or("the sdist unpacked to nothing")?;
+    let manifest = std::fs::read_to_string(tree.join("pyproject.toml"))
+        .map_err(|e| format!("the sdist's pyproject.toml: {e}"))?;
+    if !manifest.contains("bindings = \"bin\"")
+        || !manifest.contains("manifest-path = \"crates/cli/Cargo.toml\"")
+    {
+        return Err("the sdist's pyproject.toml does not build the looprail binary from crates/cli".into());
     }
-    let lower = said.to_lowercase();
-    if !(lower.contains("rust") && lower.contains("cargo")) {
-        let tail: Vec<&str> = said.lines().rev().take(15).collect();
+    let pinned = |text: &str| -> std::collections::BTreeSet<(String, String)> {
+        let mut pairs = std::collections::BTreeSet::new();
+        let mut name = None;
+        for line in text.lines() {
+            if let Some(value) = line.strip_prefix("name = ") {
+                name = Some(value.trim_matches('"').to_owned());
+            } else if let (Some(value), Some(n)) = (line.strip_prefix("version = "), name.take()) {
+                pairs.insert((n, value.trim_matches('"').to_owned()));
+            }
+        }
+        pairs
+    };
+    let lock = tree.join("Cargo.lock");
+    let before = pinned(&std::fs::read_to_string(&lock).map_err(|e| format!("the sdist's Cargo.lock: {e}"))?);
+    let out = Command::new(crate::cargo_bin())
+        .args(["metadata", "--offline", "--format-version", "1", "--manifest-path"])
+        .arg(tree.join("crates/cli/Cargo.toml"))
+        .output()
+        .map_err(|e| format!("cargo metadata: {e}"))?;
+    if !out.status.success() {
         return Err(format!(
-            "pip failed on the sdist without Rust but did not say Rust is needed:\n{}",
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            "the sdist's workspace does not resolve: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    println!("dist check: the sdist without Rust fails with pip saying Rust and cargo are needed");
+    let after = pinned(&std::fs::read_to_string(&lock).map_err(|e| e.to_string())?);
+    if let Some((name, version)) = after.difference(&before).next() {
+        return Err(format!(
+            "the sdist's workspace resolves {name} {version}, which its lock file does not pin"
+        ));
+    }
+    println!(
+        "dist check: the sdist holds a workspace that resolves offline with the versions its lock file pins"
+    );
+    if build {
+        let venv = root.join("venv");
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        run(Command::new(venv.join("bin/pip"))
+            .args(["install", "-q", "--disable-pip-version-check", "--no-binary", "looprail"])
+            .arg(sdist))?;
+        run(Command::new(venv.join("bin/looprail")).arg("--version"))?;
+        println!("dist check: pip built the sdist from source and its looprail runs");
+    }
+    let _ = std::fs::remove_dir_all(&root);
     Ok(())
 }
