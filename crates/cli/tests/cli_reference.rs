@@ -67,17 +67,10 @@ fn page() -> String {
 #[test]
 fn the_command_reference_is_the_one_the_binary_prints() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reference/cli.md");
-    let generated = page();
-    if std::env::var("SNAPSHOTS").is_ok_and(|v| v == "overwrite") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &generated).unwrap();
-        return;
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "docs/reference/cli.md is not what the binary prints: run `cargo xtask docs` (or this test with SNAPSHOTS=overwrite)"
-    );
+    // snapbox compares, and with SNAPSHOTS=overwrite writes the page instead.
+    snapbox::Assert::new()
+        .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
+        .eq(page(), snapbox::Data::read_from(&path, None));
 }
 
 #[test]

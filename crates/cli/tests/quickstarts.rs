@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{sse_call, sse_text};
 use looprail_providers::fake::{FakeServer, Reply};
 
 /// One `$ command` and the output it must print.
@@ -199,17 +202,6 @@ fn chat_reply(text: &str) -> Reply {
             "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}})
         .to_string(),
     )
-}
-
-fn sse_text(text: &str) -> Reply {
-    let chunk =
-        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
-    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
-}
-
-fn sse_call(id: &str, name: &str, args: &str) -> Reply {
-    let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": "tool_calls"}]});
-    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,19 +7,8 @@ mod common;
 
 use std::process::Output;
 
-use common::{json_call, json_text, looprail, looprail_keyed, openai_args, temp_dir};
+use common::{json_call, json_text, looprail, looprail_keyed, openai_args, sse_call, sse_text, temp_dir};
 use looprail_providers::fake::{FakeServer, Reply};
-
-fn sse_text(text: &str) -> Reply {
-    let chunk =
-        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
-    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
-}
-
-fn sse_call(id: &str, name: &str, args: &str) -> Reply {
-    let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": "tool_calls"}]});
-    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_openai_tool_loop_completes_and_sends_the_result_back() {

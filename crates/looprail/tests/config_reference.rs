@@ -90,17 +90,10 @@ fn page() -> String {
 #[test]
 fn the_config_reference_is_generated_from_the_defaults() {
     let path = docs().join("reference/config.md");
-    let generated = page();
-    if std::env::var("SNAPSHOTS").is_ok_and(|v| v == "overwrite") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &generated).unwrap();
-        return;
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "docs/reference/config.md is not what the defaults generate: run `cargo xtask docs` (or this test with SNAPSHOTS=overwrite)"
-    );
+    // snapbox compares, and with SNAPSHOTS=overwrite writes the page instead.
+    snapbox::Assert::new()
+        .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
+        .eq(page(), snapbox::Data::read_from(&path, None));
 }
 
 #[test]

@@ -85,3 +85,16 @@ pub fn json_call(id: &str, name: &str, args: &str) -> Reply {
 pub fn json_text(text: &str) -> Reply {
     Reply::json(200, &serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}).to_string())
 }
+
+/// A streamed Chat Completions answer of `text`.
+pub fn sse_text(text: &str) -> Reply {
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
+}
+
+/// A streamed Chat Completions answer calling tool `name` with `args`.
+pub fn sse_call(id: &str, name: &str, args: &str) -> Reply {
+    let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": "tool_calls"}]});
+    Reply::sse_events(&[&format!("data: {chunk}\n\n"), "data: [DONE]\n\n"])
+}
