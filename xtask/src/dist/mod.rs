@@ -132,10 +132,13 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     let plan = plan(flags, &host)?;
     let version = version()?;
     let mut built = Vec::new();
+    let mut natives = Vec::new();
     for target in &plan.targets {
         let started = std::time::Instant::now();
         let (wheel, binary) = if plan.pgo && target.triple == host {
-            pgo_build(&version, target)?
+            let (portable, native) = pgo_build(&version, target)?;
+            natives.extend(native);
+            portable
         } else {
             wheel::build(&version, target, plan.profile, Path::new("target"), &[])?
         };
@@ -166,25 +169,41 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
             check::npm(&[tarball.clone(), wrapper.clone()])?;
         }
     }
+    for (wheel, binary, floor) in &natives {
+        glibc::check_floor(binary, *floor)?;
+        check::wheel(wheel)?;
+    }
     // A release also has pip build the sdist whole (minutes); per-commit CI checks its contents.
     check::sdist(&sdist, plan.pgo)?;
     Ok(())
 }
 
 /// The host's wheel with its binary optimised with a profile of the gateway at work (PGO,
-/// then BOLT where the machine has it; see [`crate::pgo`]): the wheel's and the binary's paths.
-fn pgo_build(version: &str, target: &Target) -> Result<(PathBuf, PathBuf), String> {
+/// then BOLT where the machine has it; see [`crate::pgo`]).
+///
+/// zig's linker cannot keep a binary's relocations (`--emit-relocs`), which BOLT needs to move
+/// whole functions, so there are two builds from one profile: the manylinux2014 wheel and the npm
+/// package, linked through zig against glibc 2.17, with PGO; and, where the machine has BOLT, a
+/// second wheel linked natively and rewritten by BOLT, tagged for the build machine's glibc, which
+/// pip prefers wherever that glibc is present. The first build's wheel and binary, and the second's
+/// wheel, binary and glibc floor.
+fn pgo_build(version: &str, target: &Target) -> Result<((PathBuf, PathBuf), Option<NativeWheel>), String> {
     let tool = crate::pgo::llvm_profdata()?;
     let bolt = crate::bolt::find_or_say();
     let profdata = crate::pgo::profile(&tool)?;
-    let env = crate::pgo::build_env(&profdata, bolt.is_some());
-    let (wheel, mut binary) = wheel::build(version, target, "dist", &crate::pgo::optimised_dir(), &env)?;
-    if let Some(bolt) = &bolt {
-        binary = crate::bolt::optimise(bolt, &binary)?;
-        wheel::replace_binary(&wheel, &binary)?;
-    }
-    Ok((wheel, binary))
+    let portable = crate::pgo::build_env(&profdata, false);
+    let zig = wheel::build(version, target, "dist", &crate::pgo::optimised_dir(), &portable)?;
+    let Some(bolt) = bolt else { return Ok((zig, None)) };
+    let relinkable = crate::pgo::build_env(&profdata, true);
+    let native_dir = crate::pgo::dir().join("optimised-native");
+    let (wheel, binary, floor) = wheel::build_native(version, &native_dir, &relinkable)?;
+    let binary = crate::bolt::optimise(&bolt, &binary)?;
+    wheel::replace_binary(&wheel, &binary)?;
+    Ok((zig, Some((wheel, binary, floor))))
 }
+
+/// A natively linked wheel: its path, its binary's, and the glibc version its tag promises.
+type NativeWheel = (PathBuf, PathBuf, (u32, u32));
 /// The release's packages for people without Rust, as `cargo xtask dist` left them: the wheels
 /// in `target/wheels/` (uploaded with maturin) and the npm tarballs in `target/npm/` (the
 /// platforms' first, the wrapper that names them last). Without `publish`, only listed.

@@ -79,6 +79,44 @@ pub fn build(
     Ok((wheel, target_dir.join(target.triple).join(profile).join("looprail")))
 }
 
+/// Builds this machine's wheel linked natively (no zig: the build machine's glibc) with the
+/// `dist` profile in `target_dir` and `env` added, tagged by maturin for the glibc its binary
+/// needs: the wheel's path, the binary's, and that glibc version (from the tag).
+pub fn build_native(
+    version: &str,
+    target_dir: &Path,
+    env: &[(&'static str, String)],
+) -> Result<(PathBuf, PathBuf, (u32, u32)), String> {
+    let before: Vec<PathBuf> = listed(OUT);
+    let maturin = maturin()?;
+    run(Command::new(&maturin)
+        .args(["build", "-m", "crates/cli/Cargo.toml", "--out", OUT, "--profile", "dist"])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str()))))?;
+    let prefix = format!("looprail-{version}-");
+    let wheel = listed(OUT)
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            name.starts_with(&prefix)
+                && name.ends_with(".whl")
+                && name.contains("manylinux_2_")
+                && !name.contains("manylinux2014")
+        })
+        .max_by_key(|p| (!before.contains(p), p.metadata().and_then(|m| m.modified()).ok()))
+        .ok_or("maturin wrote no natively tagged wheel")?;
+    let name = wheel.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let floor = name
+        .split("manylinux_")
+        .nth(1)
+        .and_then(|rest| {
+            let mut parts = rest.split('_');
+            Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+        })
+        .ok_or_else(|| format!("no glibc version in the tag of {name}"))?;
+    Ok((wheel, target_dir.join("dist/looprail"), floor))
+}
+
 /// PATH with the directory of the venv's tools (`maturin`'s) first.
 fn venv_first_path(maturin: &Path) -> Result<std::ffi::OsString, String> {
     let bin = std::fs::canonicalize(maturin.parent().ok_or("maturin has no directory")?)
