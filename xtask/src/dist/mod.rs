@@ -25,6 +25,8 @@ mod npm;
 mod targets;
 mod wheel;
 
+pub use wheel::path_with_first;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -63,7 +65,7 @@ pub(crate) fn log_tail(path: &Path) -> String {
 }
 
 /// The workspace's version (`[workspace.package] version`).
-fn version() -> Result<String, String> {
+pub fn version() -> Result<String, String> {
     let text = std::fs::read_to_string("Cargo.toml").map_err(|e| e.to_string())?;
     let package = text.split("[workspace.package]").nth(1).ok_or("no [workspace.package]")?;
     package
@@ -209,9 +211,7 @@ type NativeWheel = (PathBuf, PathBuf, (u32, u32));
 /// platforms' first, the wrapper that names them last). Without `publish`, only listed.
 pub fn publish_packages(version: &str, publish: bool) -> Result<(), String> {
     let listed = |dir: &str, suffix: &str| -> Vec<PathBuf> {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
-            .unwrap_or_default();
+        let mut found = wheel::listed(dir);
         found.retain(|p| {
             let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
             name.ends_with(suffix) && name.contains(version)

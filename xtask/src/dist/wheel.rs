@@ -121,7 +121,12 @@ pub fn build_native(
 fn venv_first_path(maturin: &Path) -> Result<std::ffi::OsString, String> {
     let bin = std::fs::canonicalize(maturin.parent().ok_or("maturin has no directory")?)
         .map_err(|e| e.to_string())?;
-    let mut dirs = vec![bin];
+    path_with_first(&bin)
+}
+
+/// PATH with `dir` first.
+pub fn path_with_first(dir: &Path) -> Result<std::ffi::OsString, String> {
+    let mut dirs = vec![dir.to_path_buf()];
     dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     std::env::join_paths(dirs).map_err(|e| e.to_string())
 }
@@ -134,7 +139,8 @@ pub fn sdist(version: &str) -> Result<PathBuf, String> {
     if path.is_file() { Ok(path) } else { Err(format!("maturin wrote no {}", path.display())) }
 }
 
-fn listed(dir: &str) -> Vec<PathBuf> {
+/// The entries of `dir` (none when it cannot be read).
+pub fn listed(dir: &str) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default()
