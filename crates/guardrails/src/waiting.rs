@@ -10,12 +10,15 @@
 //! - a tool whose name says so: a word `status`, `poll`, `wait`, `await` or `sleep`
 //!   (`get_job_status`, `wait_for_deploy`), or an output reader of a process (`BashOutput`,
 //!   `TaskOutput`, `read_terminal_output`);
-//! - a shell command in the arguments that waits: `sleep N` or `wait` as a command
-//!   (`sleep 5 && curl -s localhost:8000/health`);
+//! - a shell command that waits: `sleep N` or `wait` as a command
+//!   (`sleep 5 && curl -s localhost:8000/health`). Only the command actually run is read: the
+//!   string (or list of strings) under a `command`, `cmd`, `commands`, `script` or
+//!   `keystrokes` key, without the text a command writes to a file (a here-document's body,
+//!   SWE-agent's `edit` body), so a file whose content holds a line `sleep 5` is no wait;
 //! - an empty `command`, `cmd` or `chars` argument: how OpenHands and Codex read more output of
 //!   a command still running.
 //!
-//! The arguments are scanned as raw text, without parsing them again.
+//! The arguments are parsed only when their raw text holds `sleep` or `wait` at all.
 
 use std::sync::OnceLock;
 
@@ -41,7 +44,69 @@ const MORE_OUTPUT_KEYS: &[&[u8]] = &[b"\"command\"", b"\"cmd\"", b"\"chars\""];
 /// assert!(!is_waiting_call("edit", r#"{"command": "edit 3:3\n    Thread.sleep(100);\nend_of_edit"}"#));
 /// ```
 pub fn is_waiting_call(tool: &str, raw_arguments: &str) -> bool {
-    name_says_poll(tool) || arguments_wait(raw_arguments) || asks_for_more_output(raw_arguments)
+    name_says_poll(tool) || command_waits(raw_arguments) || asks_for_more_output(raw_arguments)
+}
+
+/// Keys whose string value (or list of strings) is a command the tool runs.
+const COMMAND_KEYS: &[&str] = &["command", "cmd", "commands", "script", "keystrokes"];
+
+/// True when the command the arguments run waits. Arguments that are not a JSON object are
+/// read as the command itself.
+fn command_waits(raw: &str) -> bool {
+    let finders = finders();
+    if finders.sleep.find(raw.as_bytes()).is_none() && finders.wait.find(raw.as_bytes()).is_none() {
+        return false;
+    }
+    let Ok(serde_json::Value::Object(arguments)) = serde_json::from_str::<serde_json::Value>(raw) else {
+        return arguments_wait(raw);
+    };
+    let mut commands = Vec::new();
+    for key in COMMAND_KEYS {
+        match arguments.get(*key) {
+            Some(serde_json::Value::String(command)) => commands.push(command.as_str()),
+            Some(serde_json::Value::Array(parts)) => commands.extend(parts.iter().filter_map(|p| p.as_str())),
+            _ => {}
+        }
+    }
+    commands.into_iter().any(|command| arguments_wait(&without_file_content(command)))
+}
+
+/// `command` without the lines it writes to files: the bodies of here-documents (`<<EOF` …
+/// `EOF`) and of SWE-agent's `edit` (… `end_of_edit`).
+fn without_file_content(command: &str) -> String {
+    let mut kept = String::with_capacity(command.len());
+    let mut until: Option<String> = None;
+    for (n, line) in command.lines().enumerate() {
+        if let Some(end) = &until {
+            if line.trim() == end {
+                until = None;
+            }
+            continue;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+        if n == 0 && line.trim_start().starts_with("edit ") {
+            until = Some("end_of_edit".to_owned());
+        } else if let Some(word) = here_document(line) {
+            until = Some(word);
+        }
+    }
+    kept
+}
+
+/// The delimiter of a here-document the line starts (`<<EOF`, `<<-'EOF'`, `<< "END"`).
+fn here_document(line: &str) -> Option<String> {
+    let at = line.find("<<")?;
+    let rest = line[at + 2..].trim_start_matches('-').trim_start();
+    if rest.starts_with('<') {
+        return None; // a here-string (`<<<`), no body
+    }
+    let word: String = rest
+        .trim_start_matches(['\'', '"'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!word.is_empty()).then_some(word)
 }
 
 /// The words of a tool name, split at non-letters and at lower-to-upper steps (compared
@@ -196,6 +261,10 @@ mod tests {
             r#"{"command": ["bash", "-lc", "sleep 10 && tail -n 5 build.log"]}"#,
             r#"{"command": "cd /repo\nsleep $DELAY"}"#,
             r#"{"command": "", "is_input": "false"}"#,
+            r#"{"cmd": "sleep 3; cat out.log"}"#,
+            r#"{"keystrokes": "sleep 20\n", "duration": 21}"#,
+            r#"{"command": "cat > run.sh <<'EOF'\necho hi\nEOF\nsleep 2 && ./run.sh"}"#,
+            "sleep 5 && make",
         ] {
             assert!(is_waiting_call("execute_bash", args), "{args}");
         }
@@ -206,6 +275,11 @@ mod tests {
             r#"{"path": "notes.md", "file_text": "please wait for the review"}"#,
             r#"{"command": "ls -F"}"#,
             r#"{"command": "echo asleep 3"}"#,
+            // File content, not the command run.
+            r##"{"command": "create", "path": "poll.sh", "file_text": "#!/bin/sh\nsleep 5\nwait\n"}"##,
+            r#"{"path": "job.sh", "content": "while true; do\n  sleep 5\ndone\n"}"#,
+            r#"{"command": "cat > poll.sh <<EOF\nsleep 5\nwait\nEOF\nchmod +x poll.sh"}"#,
+            r#"{"command": "edit 3:3\nsleep 5\nend_of_edit"}"#,
         ] {
             assert!(!is_waiting_call("execute_bash", args), "{args}");
         }
