@@ -3,7 +3,7 @@
 //! bytes it sent and sees the connection close. With the degenerate-reply watch (the
 //! default of `looprail run` and the facade), the stream is cut within ten copies (the HTTP
 //! body dropped, so the model stops generating), the reply kept to one copy, never continued,
-//! and the ladder nudges the model, which then answers.
+//! and the model, told what it repeated, answers (a recovery, not a rung of the ladder).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -94,7 +94,7 @@ async fn serve(mut socket: tokio::net::TcpStream, seen: Arc<Seen>) {
 }
 
 #[tokio::test]
-async fn a_chanting_stream_is_cut_within_ten_copies_and_the_model_is_nudged() {
+async fn a_chanting_stream_is_cut_within_ten_copies_and_the_run_recovers() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let seen = Arc::new(Seen::default());
@@ -141,10 +141,13 @@ async fn a_chanting_stream_is_cut_within_ten_copies_and_the_model_is_nudged() {
     assert_eq!(first.joined_text().unwrap().len(), "Let me quote the report. ".len() + 200);
     let bodies = seen.bodies.lock().unwrap();
     assert!(bodies[1].contains("kept repeating the same text"), "{}", &bodies[1][..bodies[1].len().min(600)]);
+    assert!(bodies[1].contains(&block()[100..]), "the recovery quotes what was repeated");
     let events = events.lock().unwrap();
     let degenerate =
         events.iter().find(|e| e.name() == "agent.reply.degenerate").expect("the event names it");
     assert!(matches!(degenerate, Event::DegenerateReply { period: 200, .. }), "{degenerate:?}");
-    assert!(events.iter().any(|e| matches!(e, Event::LoopDetected { detector, level, .. } if detector == "degenerate_reply" && level == "nudge")));
+    // A first degenerate reply is recovered from: no rung of the ladder, the run goes on.
+    assert!(events.iter().any(|e| matches!(e, Event::LoopDetected { detector, level, .. } if detector == "degenerate_reply" && level == "recovery")));
+    assert!(!events.iter().any(|e| e.name() == "agent.guardrail.escalated"));
     assert!(!events.iter().any(|e| e.name() == "agent.max_tokens.continuation"));
 }

@@ -142,6 +142,7 @@ impl Preset {
             Preset::Looprail01 => GuardrailsConfig {
                 detectors: vec![DetectorKind::Thrash, DetectorKind::Cycle, DetectorKind::SameObservation],
                 error_streak_repeats_only: false,
+                escalation_gap: 2,
                 ..base
             },
             Preset::GeminiCli => GuardrailsConfig { consecutive_steps: 5, ..nothing },
@@ -186,7 +187,9 @@ pub struct GuardrailsConfig {
     pub same_observation_window: u32,
     /// Calls between two escalations: a detection sooner than this does not climb again.
     pub escalation_gap: u32,
-    /// Calls without any detection after which the ladder steps one level down.
+    /// Sustained progress: calls that bring something new (with no detection) after which the
+    /// ladder steps one level down, and after which a loop interrupted by a detour is forgotten
+    /// (a loop that comes back sooner continues where it stopped).
     pub deescalate_after: u32,
     /// Backstop for models that ignore the ladder: the same whole step with the same
     /// observations this many times in a row stops the run (0 switches it off).
@@ -233,7 +236,7 @@ impl Default for GuardrailsConfig {
             cycle_max_period: 5,
             same_observation_threshold: 4,
             same_observation_window: 20,
-            escalation_gap: 2,
+            escalation_gap: 1,
             deescalate_after: 8,
             consecutive_stop: 12,
             consecutive_steps: 0,

@@ -53,6 +53,13 @@ pub trait Detector: Send {
     /// Looks at the next call.
     fn observe(&mut self, call: &Observed<'_>) -> Option<Detection>;
 
+    /// Whether the call [`Detector::observe`] saw last brought something new. The ladder steps
+    /// down only after calls of progress, not after calls that repeated something without a
+    /// detection yet. By default every call without a detection counts.
+    fn progress(&self) -> bool {
+        true
+    }
+
     /// Forgets everything (a new user turn).
     fn reset(&mut self);
 

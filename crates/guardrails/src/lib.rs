@@ -84,7 +84,7 @@ pub use detection::{Detection, Detector, Observed, TIER_IDENTICAL_CALL};
 pub use detectors::{CycleDetector, NoveltyStreak, SameObservation, ThrashWindow};
 pub use error_streak::ErrorStreak;
 pub use ladder::{EscalationLadder, Level};
-pub use loop_guard::{LOOP_GUARD, LoopGuard};
+pub use loop_guard::{DEGENERATE_REPLY, LOOP_GUARD, LoopGuard, RECOVERY};
 pub use repeat_counter::{FLAG_LOOP_DETECTED, RepeatCounter};
 pub use stuck_patterns::{STUCK_PATTERNS, StuckPatterns};
 pub use waiting::is_waiting_call;
@@ -124,30 +124,49 @@ pub fn default_stack(config: &GuardrailsConfig) -> Vec<Box<dyn Guard>> {
 /// The whole stack a conversation carried across processes runs on (the gateway's
 /// conversations, the hooks' sessions): the loop's own guards for `config`
 /// ([`looprail_loop_core::guards::defaults`]) and the [`default_stack`], each guard picking up
-/// the state it saved ([`Guard::save_state`], kept by [`Guard::name`] in `saved`). A state that
-/// no longer loads (a setting changed since it was saved) starts that guard afresh.
+/// the state it saved ([`Guard::save_state`], kept by [`Guard::name`] in `saved`). A guard whose
+/// state no longer loads whole (a setting changed since it was saved, a damaged record) starts
+/// afresh, and [`RestoredStack::discarded`] says so: one
+/// [`Event::GuardStateDiscarded`](looprail_loop_core::event::Event::GuardStateDiscarded) each.
 ///
 /// ```
 /// use std::collections::BTreeMap;
 /// use looprail_guardrails::{GuardrailsConfig, restored_stack, saved_states};
 ///
 /// let fresh = restored_stack(&Default::default(), &GuardrailsConfig::default(), BTreeMap::new());
-/// let again = restored_stack(&Default::default(), &GuardrailsConfig::default(), saved_states(&fresh));
-/// assert_eq!(again.len(), fresh.len());
+/// let mut saved = saved_states(&fresh.guards);
+/// saved.insert("loop_guard".into(), serde_json::json!({"ladder": "damaged"}));
+/// let again = restored_stack(&Default::default(), &GuardrailsConfig::default(), saved);
+/// assert_eq!(again.guards.len(), fresh.guards.len());
+/// assert_eq!(again.discarded.len(), 1, "the loop guard starts afresh, and says so");
 /// ```
 pub fn restored_stack(
     config: &looprail_loop_core::config::LoopConfig,
     guardrails: &GuardrailsConfig,
     mut saved: std::collections::BTreeMap<String, serde_json::Value>,
-) -> Vec<Box<dyn Guard>> {
-    let mut stack = looprail_loop_core::guards::defaults(config);
-    stack.extend(default_stack(guardrails));
-    for guard in &mut stack {
-        if let Some(state) = saved.remove(guard.name()) {
-            let _ = guard.load_state(state);
+) -> RestoredStack {
+    let mut guards = looprail_loop_core::guards::defaults(config);
+    guards.extend(default_stack(guardrails));
+    let mut discarded = Vec::new();
+    for guard in &mut guards {
+        if let Some(state) = saved.remove(guard.name())
+            && let Err(error) = guard.load_state(state)
+        {
+            discarded.push(looprail_loop_core::event::Event::GuardStateDiscarded {
+                guard: error.guard,
+                reason: error.message,
+            });
         }
     }
-    stack
+    RestoredStack { guards, discarded }
+}
+
+/// What [`restored_stack`] built.
+pub struct RestoredStack {
+    /// The guards, in the order they run.
+    pub guards: Vec<Box<dyn Guard>>,
+    /// One event per guard whose saved state was discarded.
+    pub discarded: Vec<looprail_loop_core::event::Event>,
 }
 
 /// The states of a live stack, by [`Guard::name`], as [`restored_stack`] takes them back.

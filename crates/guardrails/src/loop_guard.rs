@@ -18,11 +18,21 @@ use crate::ladder::{EscalationLadder, Level};
 use crate::signature::{CallSignature, Fnv64, observe_output};
 use crate::waiting::is_waiting_call;
 
+mod messages;
+use messages::{Subject, ask_human, directive, nudge, recovery};
+
 /// The guard's name and the key of its saved state.
 pub const LOOP_GUARD: &str = "loop_guard";
 
 /// The detector and tier of a reply cut for repeating itself (B14).
 pub const DEGENERATE_REPLY: &str = "degenerate_reply";
+
+/// The event level of the recovery from a first degenerate reply: the run goes on.
+pub const RECOVERY: &str = "recovery";
+
+/// Replies within which a second degenerate reply climbs the ladder; one further apart is
+/// recovered from again.
+const DEGENERATE_WITHIN: u64 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 struct Counters {
@@ -33,6 +43,12 @@ struct Counters {
     #[serde(default)]
     last_calls: Option<u64>,
     consecutive_steps: u32,
+    /// Replies seen (the turn count the degenerate-reply policy measures in).
+    #[serde(default)]
+    replies: u64,
+    /// The reply that last degenerated, if any.
+    #[serde(default)]
+    last_degenerate: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -79,51 +95,6 @@ impl std::fmt::Debug for LoopGuard {
     }
 }
 
-/// What the ladder speaks about: a call repeated, or a reply that repeated itself.
-#[derive(Clone, Copy)]
-enum Subject<'a> {
-    Call(&'a str),
-    Reply,
-}
-
-fn nudge(subject: Subject<'_>) -> String {
-    match subject {
-        Subject::Call(tool) => format!(
-            "You have repeated calls to `{tool}` that keep producing the same kind of result. Doing it \
-             again will not change the outcome: try a different approach or a different tool."
-        ),
-        Subject::Reply => "Your last reply kept repeating the same text and was cut off. Do not repeat \
-             yourself: say what you mean once, then give your answer or take a different next step."
-            .to_owned(),
-    }
-}
-
-fn directive(subject: Subject<'_>) -> String {
-    match subject {
-        Subject::Call(tool) => format!(
-            "Stop repeating `{tool}`: your recent attempts did not move the task forward. Your next \
-             step must be different: change the arguments substantially, use another tool, or state \
-             plainly what is blocking you."
-        ),
-        Subject::Reply => "Your replies keep falling into repeating the same text. Answer in a few \
-             plain sentences, each said once, or state plainly what is blocking you."
-            .to_owned(),
-    }
-}
-
-fn ask_human(subject: Subject<'_>, ask_tool: &str) -> String {
-    match subject {
-        Subject::Call(tool) => format!(
-            "You appear to be stuck in a loop around `{tool}`. Call `{ask_tool}` now: say what you \
-             tried, what happened, and what you need from the human to continue."
-        ),
-        Subject::Reply => format!(
-            "Your replies keep repeating themselves. Call `{ask_tool}` now: say briefly what you \
-             were doing and what you need from the human to continue."
-        ),
-    }
-}
-
 impl LoopGuard {
     /// The stack configured by `config`.
     pub fn new(config: &GuardrailsConfig) -> Self {
@@ -134,7 +105,8 @@ impl LoopGuard {
                 match kind {
                     DetectorKind::Novelty => Box::new(
                         NoveltyStreak::new(config.novelty_after, config.novelty_step, config.novelty_memory)
-                            .identical_call_nudge(config.identical_call_nudge),
+                            .identical_call_nudge(config.identical_call_nudge)
+                            .forget_after(config.deescalate_after),
                     ),
                     DetectorKind::Thrash => Box::new(ThrashWindow::new(
                         config.window,
@@ -239,23 +211,42 @@ impl Guard for LoopGuard {
         LOOP_GUARD
     }
 
-    /// A reply cut for repeating itself (B14) climbs the ladder like a loop of calls: a nudge
-    /// on the next turn, then a directive, then `ask_human`.
+    /// A reply cut for repeating itself (B14) is recovered from: the model is told what it
+    /// repeated and gets another turn. Only a second one within a few replies climbs the
+    /// ladder like a loop of calls (a nudge, then a directive, then `ask_human`).
     fn after_response(&mut self, view: &TurnView<'_>, response: &ModelResponse) -> Vec<Decision> {
+        self.counters.replies += 1;
         if response.stop_reason != StopReason::Degenerate {
             return Vec::new();
         }
+        let reply = self.counters.replies;
+        let again = self.counters.last_degenerate.is_some_and(|last| reply - last <= DEGENERATE_WITHIN);
+        self.counters.last_degenerate = Some(reply);
         let index = self.counters.calls_seen;
-        match self.ladder.escalate(index, Level::AskHuman) {
-            Some(level) => {
-                let detection = Detection {
-                    detector: DEGENERATE_REPLY,
-                    tier: DEGENERATE_REPLY,
-                    cap: Level::AskHuman,
+        let detection = Detection {
+            detector: DEGENERATE_REPLY,
+            tier: DEGENERATE_REPLY,
+            cap: Level::AskHuman,
+            evidence: Vec::new(),
+        };
+        if !again {
+            return vec![
+                Decision::Emit(Event::LoopDetected {
+                    call_index: index,
+                    detector: DEGENERATE_REPLY.to_owned(),
+                    tier: DEGENERATE_REPLY.to_owned(),
+                    tool: String::new(),
+                    level: RECOVERY.to_owned(),
                     evidence: Vec::new(),
-                };
-                self.climb(view, level, &detection, index, Subject::Reply)
-            }
+                }),
+                Decision::Inject(Message::internal_user(
+                    "degenerate_recovery",
+                    recovery(response.text.as_deref()),
+                )),
+            ];
+        }
+        match self.ladder.escalate(index, Level::AskHuman) {
+            Some(level) => self.climb(view, level, &detection, index, Subject::Reply),
             None => Vec::new(),
         }
     }
@@ -316,9 +307,12 @@ impl Guard for LoopGuard {
                         ));
                     }
                 }
-                None => {
+                // Only progress walks the ladder down: a call that repeats something without a
+                // detection yet (one stale call after a detour) is no sign of recovery.
+                None if self.detectors.iter().all(|d| d.progress()) => {
                     self.ladder.on_quiet_call();
                 }
+                None => {}
             }
         }
         // The backstop: the same whole step again and again, whatever the ladder said.
@@ -374,16 +368,35 @@ impl Guard for LoopGuard {
         serde_json::to_value(state).unwrap_or_default()
     }
 
+    /// Restores the whole state or none of it: when one detector's part does not load, the
+    /// detectors already restored go back to what they were before the call.
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
-        let mut saved: SavedState =
+        let saved: SavedState =
             serde_json::from_value(state).map_err(|e| GuardStateError::from_serde(LOOP_GUARD, e))?;
-        for detector in &mut self.detectors {
-            if let Some(state) = saved.detectors.remove(detector.name()) {
+        let before: Vec<serde_json::Value> = self.detectors.iter().map(|d| d.save_state()).collect();
+        if let Err(error) = self.load_detectors(saved.detectors) {
+            for (detector, state) in self.detectors.iter_mut().zip(before) {
+                // A detector takes back the state it has just saved.
                 detector.load_state(state)?;
             }
+            return Err(error);
         }
         self.counters = saved.counters;
         self.ladder = saved.ladder;
+        Ok(())
+    }
+}
+
+impl LoopGuard {
+    fn load_detectors(
+        &mut self,
+        mut states: BTreeMap<String, serde_json::Value>,
+    ) -> Result<(), GuardStateError> {
+        for detector in &mut self.detectors {
+            if let Some(state) = states.remove(detector.name()) {
+                detector.load_state(state)?;
+            }
+        }
         Ok(())
     }
 }

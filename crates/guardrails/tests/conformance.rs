@@ -296,12 +296,21 @@ fn the_same_call_with_the_same_result_climbs_at_the_3rd_5th_and_7th_call() {
     let levels = novelty_levels(&calls);
     let expected = [(2, "nudge"), (4, "directive"), (6, "ask_human")];
     assert_eq!(levels, expected.map(|(i, l)| (i, l.to_owned())));
-    // Something new in between restarts the count: two short bursts never reach a directive.
+    // A short detour does not restart the count: the loop that comes back continues where it
+    // stopped (the 3rd pytest after the look at a.py is its 7th stale call overall).
     let mut calls = vec![("bash", r#"{"command": "pytest"}"#, "1 failed"); 3];
     calls.push(("editor", r#"{"command": "view", "path": "a.py"}"#, "def f(): pass"));
+    calls.extend([("bash", r#"{"command": "pytest"}"#, "1 failed"); 5]);
+    let levels = novelty_levels(&calls);
+    assert_eq!(levels, [(2, "nudge"), (5, "directive"), (7, "ask_human")].map(|(i, l)| (i, l.to_owned())));
+    // Sustained progress in between (nine different views) forgets the loop: the second burst
+    // starts again from its first rung, and the ladder, stepped down, nudges again.
+    let views: Vec<String> = (0..9).map(|i| format!(r#"{{"command": "view", "path": "m{i}.py"}}"#)).collect();
+    let mut calls = vec![("bash", r#"{"command": "pytest"}"#, "1 failed"); 3];
+    calls.extend(views.iter().map(|v| ("editor", v.as_str(), "def f(): pass")));
     calls.extend([("bash", r#"{"command": "pytest"}"#, "1 failed"); 3]);
     let levels = novelty_levels(&calls);
-    assert_eq!(levels, [(2, "nudge".to_owned())]);
+    assert_eq!(levels, [(2, "nudge"), (13, "nudge")].map(|(i, l)| (i, l.to_owned())));
 }
 
 #[test]

@@ -213,7 +213,10 @@ impl Hook {
     }
 
     fn stack(&self, state: &SessionState) -> Vec<Box<dyn Guard>> {
-        restored_stack(&self.config, &self.guardrails, state.guards.clone())
+        let restored = restored_stack(&self.config, &self.guardrails, state.guards.clone());
+        // A state that does not load whole is not loaded at all: the guard starts afresh.
+        restored.discarded.iter().for_each(looprail_loop_core::event::Event::trace);
+        restored.guards
     }
 
     /// Feeds one call and its output to the guards, as one turn of the session.

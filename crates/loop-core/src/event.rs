@@ -164,6 +164,14 @@ pub enum Event {
         /// The new level.
         level: String,
     },
+    /// A guard's saved state could not be restored whole, so none of it was: the guard starts
+    /// afresh (a setting changed since it was saved, or the state was damaged).
+    GuardStateDiscarded {
+        /// The guard.
+        guard: String,
+        /// Why its state did not load.
+        reason: String,
+    },
     /// A guard intervened without a ladder (reflection, todo nudge, hint).
     GuardIntervened {
         /// The guard.
@@ -277,6 +285,7 @@ impl Event {
             Event::LoopDetected { .. } => "agent.loop.detected",
             Event::GuardrailEscalated { .. } => "agent.guardrail.escalated",
             Event::GuardIntervened { .. } => "agent.guardrail.intervened",
+            Event::GuardStateDiscarded { .. } => "agent.guardrail.state_discarded",
             Event::CompactionRun { .. } => "agent.compaction.run",
             Event::RecoveryFired { .. } => "agent.recovery.fired",
             Event::SoftLimit { .. } => "agent.exhaustion.soft_limit",
@@ -320,6 +329,7 @@ impl Event {
             "agent.loop.detected",
             "agent.guardrail.escalated",
             "agent.guardrail.intervened",
+            "agent.guardrail.state_discarded",
             "agent.compaction.run",
             "agent.recovery.fired",
             "agent.exhaustion.soft_limit",

@@ -2,6 +2,7 @@
 
 mod cycle;
 mod effect;
+mod loop_memory;
 mod novelty;
 mod same_observation;
 mod thrash;

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use looprail_loop_core::guard::GuardStateError;
 
 use super::effect::{CYCLE_MAX_PERIOD, Effect, RecentOutputs, SavedOutput};
+use super::loop_memory::LoopMemory;
 use super::words::Words;
 use crate::detection::{Detection, Detector, Observed, TIER_IDENTICAL_CALL};
 #[cfg(doc)]
@@ -113,6 +114,12 @@ pub struct NoveltyStreak {
     same_call: (u64, u32),
     streak_len: u32,
     streak: VecDeque<Stale>,
+    /// A streak interrupted by a short detour, and the loop's outputs.
+    loop_memory: LoopMemory,
+    /// New calls after which an interrupted streak is forgotten (0: at once).
+    forget_after: u32,
+    /// The last call brought something new.
+    progress: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -127,6 +134,8 @@ struct Saved {
     recent: Vec<SavedOutput>,
     #[serde(default)]
     same_call: (u64, u32),
+    #[serde(default)]
+    loop_memory: LoopMemory,
 }
 
 impl NoveltyStreak {
@@ -146,7 +155,19 @@ impl NoveltyStreak {
             same_call: (0, 0),
             streak_len: 0,
             streak: VecDeque::with_capacity(STREAK_KEPT),
+            loop_memory: LoopMemory::default(),
+            forget_after: 8,
+            progress: true,
         }
+    }
+
+    /// How many calls that bring something new end a loop's memory (default 8): a loop that
+    /// comes back before that, after a detour, continues its streak where it stopped instead of
+    /// counting from zero, so the ladder resumes at the rung it had reached (0: a detour
+    /// forgets the loop at once).
+    pub fn forget_after(mut self, calls: u32) -> Self {
+        self.forget_after = calls;
+        self
     }
 
     /// The same call (signature) this many times in a row leads to a nudge, whatever its
@@ -250,22 +271,46 @@ impl Detector for NoveltyStreak {
             _ => (signature, 1),
         };
         let effect = self.recent.judge(call.index, signature, call.lines);
-        match (self.remember((signature, call.observation), call.index), effect) {
-            (Some(matched), _) => self.stale(call.index, matched, false),
-            (None, Effect::Repeated { matched }) => self.stale(call.index, matched, true),
+        let stale = match (self.remember((signature, call.observation), call.index), effect) {
+            (Some(matched), _) => Some((matched, false)),
+            (None, Effect::Repeated { matched }) => Some((matched, true)),
             // Neither progress nor repetition: the streak stays as it is.
-            (None, Effect::Hold) => return self.same_call_again(call),
-            (None, Effect::New) => {
-                self.streak_len = 0;
-                self.streak.clear();
+            (None, Effect::Hold) => {
+                self.progress = false;
                 return self.same_call_again(call);
             }
+            // A changed call whose output is what the loop's calls returned: the same effect.
+            (None, Effect::New) => {
+                self.loop_memory.same_outcome(call.observation, call.lines).map(|matched| (matched, true))
+            }
+        };
+        let Some((matched, effect)) = stale else {
+            self.progress = true;
+            // The stale calls of a streak that was a loop stay as evidence for when it
+            // resumes; those of a shorter one, or of a forgotten one, go.
+            let forgotten = self.loop_memory.on_novel(self.streak_len, self.forget_after);
+            if forgotten || self.streak_len < self.nudge_after {
+                self.streak.clear();
+            }
+            self.streak_len = 0;
+            return self.same_call_again(call);
+        };
+        self.progress = false;
+        self.stale(call.index, matched, effect);
+        if let Some(suspended) =
+            self.loop_memory.on_stale(call.index, signature, call.observation, self.nudge_after)
+        {
+            self.streak_len = self.streak_len.saturating_add(suspended);
         }
         if self.streak_len < self.nudge_after {
             return self.same_call_again(call);
         }
         let (tier, cap) = if call.waiting { ("waiting", Level::Nudge) } else { (self.tier(), self.cap()) };
         Some(Detection { detector: "novelty", tier, cap, evidence: self.evidence() })
+    }
+
+    fn progress(&self) -> bool {
+        self.progress
     }
 
     fn reset(&mut self) {
@@ -275,6 +320,8 @@ impl Detector for NoveltyStreak {
         self.same_call = (0, 0);
         self.streak_len = 0;
         self.streak.clear();
+        self.loop_memory.clear();
+        self.progress = true;
     }
 
     fn save_state(&self) -> serde_json::Value {
@@ -289,6 +336,7 @@ impl Detector for NoveltyStreak {
             streak: self.streak.iter().copied().collect(),
             recent: self.recent.save(),
             same_call: self.same_call,
+            loop_memory: self.loop_memory.clone(),
         };
         serde_json::to_value(saved).unwrap_or_default()
     }
@@ -306,6 +354,7 @@ impl Detector for NoveltyStreak {
         }
         self.recent = RecentOutputs::load(saved.recent);
         self.same_call = saved.same_call;
+        self.loop_memory = saved.loop_memory;
         self.streak_len = saved.streak_len;
         self.streak = saved.streak.into_iter().rev().take(STREAK_KEPT).rev().collect();
         Ok(())
