@@ -6,8 +6,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use looprail_guardrails::replay::{ErrorPatterns, ReplayReport, replay};
-use looprail_guardrails::signature::CallSignature;
+use looprail_guardrails::replay::{ErrorPatterns, ReplayReport, loop_start, replay};
 use looprail_guardrails::{GuardrailsConfig, Preset, default_stack};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::message::Message;
@@ -17,24 +16,6 @@ const SWE_AGENT: &str = "swe-agent-deepseek-chat-v2";
 const SWE_AGENT_CODER: &str = "swe-agent-deepseek-coder-v2";
 const OPENHANDS: &str = "openhands-claude-3.5-sonnet";
 const TAU_BENCH: &str = "tau-bench-gpt-4o-airline";
-
-/// Issue 5's definition of a stuck run: the first index of 10 consecutive calls holding at
-/// most 2 distinct (tool, canonical arguments).
-fn loop_start(messages: &[Message]) -> Option<u64> {
-    let calls: Vec<u64> = messages
-        .iter()
-        .flat_map(Message::tool_calls)
-        .map(|c| CallSignature::of(&c.name, &c.arguments).call)
-        .collect();
-    (0..calls.len().saturating_sub(9))
-        .find(|&s| {
-            let mut distinct: Vec<u64> = calls[s..s + 10].to_vec();
-            distinct.sort_unstable();
-            distinct.dedup();
-            distinct.len() <= 2
-        })
-        .map(|s| s as u64)
-}
 
 struct Set {
     name: &'static str,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use crate::run_report::{RunReport, StopKind, Tokens};
-use crate::sets::SetReport;
+use crate::sets::{LoopCounts, SetReport};
 
 /// Totals over all runs.
 #[derive(Debug, Clone, Serialize)]
@@ -21,6 +21,8 @@ pub struct Summary {
     pub runs_stopped: usize,
     /// Runs that would have been handed to a human.
     pub runs_handed_to_human: usize,
+    /// The runs that loop, and how soon the guards answered them.
+    pub loops: LoopCounts,
     /// Runs a budget or cap would have stopped (each with one fallback reply, F10).
     pub runs_stopped_by_limits: usize,
     /// Tool calls after the stop points: work a live run would not have done.
@@ -93,6 +95,7 @@ impl AuditReport {
             detections,
             runs_stopped: stopped("loop_detected"),
             runs_handed_to_human: stopped("ask_human"),
+            loops: LoopCounts::of(&runs),
             runs_stopped_by_limits: stopped("limit:"),
             tool_calls_saved: runs
                 .iter()

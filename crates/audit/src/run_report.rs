@@ -1,7 +1,7 @@
 //! One run's result: what the guards did, where a live run would have stopped, its context
 //! sizes and its shape.
 
-use looprail::guardrails::replay::{DegenerateFound, ReplayEvent, ReplayReport};
+use looprail::guardrails::replay::{DegenerateFound, LoopTiming, ReplayEvent, ReplayReport};
 use serde::Serialize;
 
 use crate::shape::RunShape;
@@ -47,6 +47,10 @@ pub struct RunReport {
     /// Replies that repeated one block over and over (B14): where, and how much of each a live
     /// run would have kept.
     pub degenerate_replies: Vec<DegenerateFound>,
+    /// When the run loops (10 calls in a row with at most 2 distinct actions): where the loop
+    /// starts and how many calls later the guards first answered it and stopped it.
+    #[serde(rename = "loop")]
+    pub loop_timing: Option<LoopTiming>,
     #[serde(skip)]
     pub(crate) saved_tokens: u64,
 }
@@ -65,6 +69,7 @@ impl RunReport {
     pub(crate) fn new(
         name: &str,
         replay: ReplayReport,
+        loop_timing: Option<LoopTiming>,
         tokens: Tokens,
         shape: RunShape,
         saved_tokens: u64,
@@ -84,6 +89,7 @@ impl RunReport {
             tokens,
             shape,
             degenerate_replies: replay.degenerate_replies,
+            loop_timing,
             saved_tokens,
         }
     }

@@ -45,6 +45,30 @@ impl Spread {
     }
 }
 
+/// How soon the guards answered the runs that loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LoopCounts {
+    /// Runs that loop (10 calls in a row with at most 2 distinct actions).
+    pub runs: usize,
+    /// Of those, runs the guards answered (a nudge or more) within 5 calls of the loop's start.
+    pub noticed_within_5: usize,
+    /// Of those, runs stopped or handed to a human within 10 calls of the loop's start.
+    pub stopped_within_10: usize,
+}
+
+impl LoopCounts {
+    /// The counts over `runs`.
+    pub fn of<'a>(runs: impl IntoIterator<Item = &'a RunReport>) -> Self {
+        let mut counts = Self::default();
+        for timing in runs.into_iter().filter_map(|r| r.loop_timing.as_ref()) {
+            counts.runs += 1;
+            counts.noticed_within_5 += usize::from(timing.noticed_within(5));
+            counts.stopped_within_10 += usize::from(timing.stopped_within(10));
+        }
+        counts
+    }
+}
+
 /// One set's runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct SetReport {
@@ -62,6 +86,8 @@ pub struct SetReport {
     pub stretch_calls: Spread,
     /// Runs a loop guard would have stopped or handed to a human.
     pub stopped_by_guards: usize,
+    /// The runs that loop, and how soon the guards answered them.
+    pub loops: LoopCounts,
     /// Runs a limit would have stopped.
     pub stopped_by_limits: usize,
     /// Of those, runs that ended by themselves: good work a limit would have cut.
@@ -101,6 +127,7 @@ fn set(path: &Path, runs: &[&RunReport]) -> SetReport {
         stretch_turns: Spread::of(runs.iter().map(|r| r.shape.longest_stretch_turns).collect()),
         stretch_calls: Spread::of(runs.iter().map(|r| r.shape.longest_stretch_calls).collect()),
         stopped_by_guards: by(StopKind::Guard),
+        loops: LoopCounts::of(runs.iter().copied()),
         stopped_by_limits: by(StopKind::Limit),
         limits_cut_finished_runs: finished.iter().filter(|r| r.stop_kind == Some(StopKind::Limit)).count(),
         safe_turn_cap: finished.iter().map(|r| r.shape.longest_stretch_turns).max().unwrap_or(0) + 1,

@@ -9,7 +9,7 @@ use looprail::core::guard::Counters;
 use looprail::core::message::{Message, Role};
 use looprail::guardrails::DegenerateReplies;
 use looprail::guardrails::default_stack;
-use looprail::guardrails::replay::replay_watched;
+use looprail::guardrails::replay::{LoopTiming, replay_watched};
 
 use rayon::prelude::*;
 
@@ -59,8 +59,9 @@ pub fn run(
         per_message[cut.min(messages.len())..].iter().sum()
     });
     let shape = RunShape::of(&messages);
+    let loop_timing = LoopTiming::of(&messages, &replayed);
     let tokens = Tokens { logged_peak, ..tokens(messages, &per_message, config, counter) };
-    RunReport::new(name, replayed, tokens, shape, saved_tokens)
+    RunReport::new(name, replayed, loop_timing, tokens, shape, saved_tokens)
 }
 
 /// The conversation's peak size, and its peak with auto-compaction deciding before every model

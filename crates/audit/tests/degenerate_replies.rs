@@ -1,6 +1,7 @@
 //! `looprail audit` finds replies that repeat one block over and over (B14) in logs that keep
 //! whole replies (Claude Code, Codex): it lists each with where the repetition began, counts
-//! the bytes a live run would not have read, and replays the ladder's nudge (issue 35).
+//! the bytes a live run would not have read, and replays the guard's answer: a recovery for
+//! the first, a rung of the ladder for a second one soon after (issues 35, 67).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,7 +22,7 @@ fn block() -> String {
     sentence.repeat(3)[..200].to_owned()
 }
 
-fn claude_code_log(chant: &str) -> String {
+fn claude_code_log(chant: &str, ending: &str) -> String {
     let line = |value: serde_json::Value| value.to_string();
     [
         line(json!({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "Why does the config not load?"}})),
@@ -34,17 +35,18 @@ fn claude_code_log(chant: &str) -> String {
         line(json!({"type": "user", "uuid": "u5", "sessionId": "s", "message": {"role": "user",
             "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}]}})),
         line(json!({"type": "assistant", "uuid": "u6", "sessionId": "s", "message": {"id": "m3", "role": "assistant",
-            "content": [{"type": "text", "text": "The loader is never called."}]}})),
+            "content": [{"type": "text", "text": ending}]}})),
     ]
     .join("\n")
         + "\n"
 }
 
 #[test]
-fn a_claude_code_reply_chanting_one_block_is_listed_cut_and_nudged() {
+fn a_claude_code_reply_chanting_one_block_is_listed_cut_and_recovered_from() {
     let intro = "Let me think about this. ";
     let chant = format!("{intro}{}", block().repeat(300));
-    let report = audit_text("session.jsonl", &claude_code_log(&chant), &LooprailConfig::default());
+    let log = claude_code_log(&chant, "The loader is never called.");
+    let report = audit_text("session.jsonl", &log, &LooprailConfig::default());
     let run = &report.runs[0];
     assert_eq!(run.degenerate_replies.len(), 1, "{:?}", run.degenerate_replies);
     let found = &run.degenerate_replies[0];
@@ -55,10 +57,10 @@ fn a_claude_code_reply_chanting_one_block_is_listed_cut_and_nudged() {
     assert!(found.kept_bytes >= intro.len() as u64 && found.kept_bytes <= (intro.len() + 2 * 200) as u64);
     assert_eq!(report.summary.degenerate_replies, 1);
     assert_eq!(report.summary.degenerate_bytes_cut, found.read_bytes - found.kept_bytes);
-    // The ladder reacts as in a live run: a nudge, the run goes on.
-    let nudge =
-        run.events.iter().find(|e| e.detector == "degenerate_reply").expect("a degenerate_reply event");
-    assert_eq!((nudge.level.as_str(), nudge.call_index), ("nudge", 1));
+    // The guard answers as in a live run: a recovery, no rung of the ladder, the run goes on.
+    let answers: Vec<_> = run.events.iter().filter(|e| e.detector == "degenerate_reply").collect();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!((answers[0].level.as_str(), answers[0].call_index), ("recovery", 1));
     assert_eq!(run.stopped_at, None);
     // The table and the page say it.
     let table = looprail_audit::render::table::render(&report);
@@ -68,6 +70,17 @@ fn a_claude_code_reply_chanting_one_block_is_listed_cut_and_nudged() {
     );
     let page = looprail_audit::render::html::render(&report);
     assert!(page.contains("id=\"degenerate\"") && page.contains("repeated a 200-byte block"));
+}
+
+#[test]
+fn a_second_chanting_reply_soon_after_climbs_the_ladder() {
+    let chant = block().repeat(300);
+    let report = audit_text("session.jsonl", &claude_code_log(&chant, &chant), &LooprailConfig::default());
+    let run = &report.runs[0];
+    assert_eq!(run.degenerate_replies.len(), 2, "{:?}", run.degenerate_replies);
+    let levels: Vec<&str> =
+        run.events.iter().filter(|e| e.detector == "degenerate_reply").map(|e| e.level.as_str()).collect();
+    assert_eq!(levels, ["recovery", "nudge"]);
 }
 
 #[test]
@@ -104,14 +117,14 @@ fn a_codex_call_whose_arguments_repeat_is_found_apart_from_its_text() {
 fn ordinary_replies_and_a_watch_turned_off_find_nothing() {
     // Ten copies of a short line are an ordinary list, not a chant.
     let list = (1..=40).map(|i| format!("- step {i}: run the tests again\n")).collect::<String>();
-    let report = audit_text("session.jsonl", &claude_code_log(&list), &LooprailConfig::default());
+    let report = audit_text("session.jsonl", &claude_code_log(&list, "Done."), &LooprailConfig::default());
     assert!(report.runs[0].degenerate_replies.is_empty(), "{:?}", report.runs[0].degenerate_replies);
     assert!(!looprail_audit::render::table::render(&report).contains("degenerate replies"));
 
     let mut config = LooprailConfig::default();
     config.guardrails.degenerate_reply.enabled = false;
     let chant = block().repeat(50);
-    let report = audit_text("session.jsonl", &claude_code_log(&chant), &config);
+    let report = audit_text("session.jsonl", &claude_code_log(&chant, "Done."), &config);
     assert!(report.runs[0].degenerate_replies.is_empty());
     assert!(report.runs[0].events.iter().all(|e| e.detector != "degenerate_reply"));
 }

@@ -7,7 +7,7 @@ use looprail::core::watch::WatchedPart;
 use looprail::guardrails::replay::DegenerateFound;
 
 use crate::report::{AuditReport, StopKind};
-use crate::sets::{SetReport, Spread};
+use crate::sets::{LoopCounts, SetReport, Spread};
 
 /// The report as a table of runs and a summary, for the terminal.
 pub fn render(report: &AuditReport) -> String {
@@ -66,6 +66,19 @@ pub fn render(report: &AuditReport) -> String {
         let levels: Vec<String> = levels.iter().map(|(l, n)| format!("{l} {n}")).collect();
         out.push_str(&format!("  {detector}: {}\n", levels.join(", ")));
     }
+    out.push_str(&loops(&s.loops));
+    for run in &report.runs {
+        if let Some(timing) = &run.loop_timing {
+            let after = |offset: Option<i64>| offset.map_or("never".to_owned(), |o| format!("{o:+}"));
+            out.push_str(&format!(
+                "  {}: loops from call {}; first answered {}, stopped {}\n",
+                run.path,
+                timing.start,
+                after(timing.first_event_after),
+                after(timing.stopped_after)
+            ));
+        }
+    }
     for set in &report.sets {
         out.push_str(&sets(set));
     }
@@ -74,6 +87,14 @@ pub fn render(report: &AuditReport) -> String {
     }
     out.push_str(&format!("{:.0} runs/s\n", s.runs_per_second));
     out
+}
+
+/// The loop counts in words.
+fn loops(counts: &LoopCounts) -> String {
+    format!(
+        "runs that loop (10 calls in a row, at most 2 distinct): {}; answered within 5 calls of the loop's start: {}; stopped within 10: {}\n",
+        counts.runs, counts.noticed_within_5, counts.stopped_within_10
+    )
 }
 
 /// One degenerate reply in words.
@@ -96,7 +117,7 @@ fn spread(s: &Spread) -> String {
 fn sets(set: &SetReport) -> String {
     format!(
         "set {}: {} runs, {} ended by themselves\n  turns per run: {}\n  longest stretch, turns: {}; tool calls: {}\n  \
-         stopped by loop guards: {}; by limits: {} (of them ended by themselves: {})\n  \
+         stopped by loop guards: {}; by limits: {} (of them ended by themselves: {})\n  {}  \
          limits that stop none of the runs that ended by themselves: an iteration cap of at least {} turns per stretch, a tool-call budget of at least {}\n",
         set.path,
         set.runs,
@@ -107,6 +128,7 @@ fn sets(set: &SetReport) -> String {
         set.stopped_by_guards,
         set.stopped_by_limits,
         set.limits_cut_finished_runs,
+        loops(&set.loops),
         set.safe_turn_cap,
         set.safe_tool_call_budget,
     )
