@@ -217,6 +217,9 @@ fn docs() -> Result<(), String> {
     // The command reference, from the binary's own --help (crates/cli/tests/cli_reference.rs).
     cargo(&["test", "-q", "-p", "looprail-cli", "--test", "cli_reference"], &[("SNAPSHOTS", "overwrite")])?;
     println!("wrote docs/reference/cli.md");
+    // The config reference, from the defaults (crates/looprail/tests/config_reference.rs).
+    cargo(&["test", "-q", "-p", "looprail", "--test", "config_reference"], &[("SNAPSHOTS", "overwrite")])?;
+    println!("wrote docs/reference/config.md");
     cargo(&["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])?;
     cargo(&["test", "-p", "looprail-tests", "--doc"], &[])?;
     println!("API docs: target/doc/looprail/index.html; user guide: docs/README.md");
