@@ -303,11 +303,31 @@ impl Gate {
         config.enabled.then(|| Box::new(looprail_guardrails::DegenerateWatch::new(config)) as Box<_>)
     }
 
-    /// Counts an upstream reply's tokens (they are spent whether or not the client keeps it).
-    pub fn replied(&self, state: &mut ConversationState, input_tokens: u64, output_tokens: u64) {
-        state.counters.usage.input_tokens += input_tokens;
-        state.counters.usage.output_tokens += output_tokens;
+    /// What an upstream reply of `model` with these tokens spent, priced with the loop
+    /// configuration's `prices` (a model without a price costs nothing).
+    pub fn spent(&self, model: &str, input_tokens: u64, output_tokens: u64) -> Spent {
+        let usage = looprail_loop_core::provider::Usage { input_tokens, output_tokens, ..Default::default() };
+        Spent { input_tokens, output_tokens, cost: self.config.prices.cost(model, &usage) }
     }
+
+    /// Counts an upstream reply's tokens and their cost (they are spent whether or not the
+    /// client keeps it), for the token budget and the cost limit.
+    pub fn replied(&self, state: &mut ConversationState, spent: Spent) {
+        state.counters.usage.input_tokens += spent.input_tokens;
+        state.counters.usage.output_tokens += spent.output_tokens;
+        state.counters.cost += spent.cost;
+    }
+}
+
+/// What one upstream reply spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spent {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Their price.
+    pub cost: f64,
 }
 
 /// A conversation's guards, live (their states loaded), carried from a request to its save and

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::Gateway;
 use crate::conversation::ConversationState;
+use crate::conversation::Spent;
 use crate::identity;
 use crate::respond::reply;
 use crate::response_chain::{Link, response_key};
@@ -129,7 +130,7 @@ impl Gateway {
     pub(crate) async fn cut(self: &Arc<Self>, mut done: Done, received: Message) {
         tracing::info!(name: "agent.reply.degenerate", target: "looprail", conversation = %done.state.id, "gateway cut a reply that repeated itself");
         done.state.degenerate_reply = true;
-        self.finish(done, Some(received), (0, 0), Replied::default()).await;
+        self.finish(done, Some(received), Spent::default(), Replied::default()).await;
     }
 
     /// Ends a relayed stream: stores what the reply it carried changed, or, when it ended early,
@@ -138,7 +139,8 @@ impl Gateway {
         let response = reader.take_response();
         match reader.finish() {
             Ok(reply) => {
-                let usage = crate::relay::usage_of(&reply);
+                let (input, output) = crate::relay::usage_of(&reply);
+                let usage = self.gate.spent(&reply.model, input, output);
                 let outcome = response.map_or_else(Replied::default, |r| Replied::of(done.api, &r));
                 self.finish(done, Some(crate::relay::message_of(&reply)), usage, outcome).await;
             }
@@ -155,16 +157,15 @@ impl Gateway {
         self: &Arc<Self>,
         mut done: Done,
         reply: Option<Message>,
-        usage: (u64, u64),
+        usage: Spent,
         replied: Replied,
     ) {
-        let (input, output) = usage;
         // The state is saved from here on (the swap reads `done` only for the request's part).
         let mut state = std::mem::take(&mut done.state);
         let (new, starts, from, len, head, last) =
             (&done.new, &done.starts, done.from, done.len, done.head, done.last);
         let keep = done.referable;
-        self.gate.replied(&mut state, input, output);
+        self.gate.replied(&mut state, usage);
         // A Responses reply comes back as its output items, that many wire messages; any other
         // as one.
         let items = replied.items.as_deref().filter(|items| reply.is_some() && !items.is_empty());

@@ -75,7 +75,7 @@ use looprail_guardrails::GuardrailsConfig;
 use looprail_journal::SharedStore;
 use looprail_loop_core::config::LoopConfig;
 
-pub use conversation::{ConversationState, Gate, Verdict, final_instruction};
+pub use conversation::{ConversationState, Gate, Spent, Verdict, final_instruction};
 pub use server::router;
 pub use store_failure::StoreFailure;
 pub use upstream::Upstream;

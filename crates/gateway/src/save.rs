@@ -26,7 +26,7 @@ pub(crate) struct Save {
     /// A response's link, under its key.
     pub(crate) kept: Option<(String, Value)>,
     /// The reply's tokens (already counted in `state`).
-    pub(crate) usage: (u64, u64),
+    pub(crate) usage: crate::conversation::Spent,
     /// What to append to the conversation's recording.
     pub(crate) record: Option<Recording>,
     /// The conversation's live guard stack after this request: its states go into `state`'s
@@ -58,7 +58,15 @@ impl Save {
     pub(crate) fn state_only(mut done: Done) -> Self {
         let state = std::mem::take(&mut done.state);
         let stack = done.stack.take();
-        Save { done, state, fingerprints: Vec::new(), kept: None, usage: (0, 0), record: None, stack }
+        Save {
+            done,
+            state,
+            fingerprints: Vec::new(),
+            kept: None,
+            usage: Default::default(),
+            record: None,
+            stack,
+        }
     }
 
     /// The keys of the documents it writes besides the state ([`Save::beside`]).

@@ -217,7 +217,7 @@ impl Gateway {
         );
         let answer = Box::pin(self.upstream.send(call, Bytes::from(json_text(&body)))).await;
         let (input, output) = api.usage(&answer.body);
-        self.gate.replied(state, input, output);
+        self.gate.replied(state, self.gate.spent(&request.model, input, output));
         let text = (answer.status == 200)
             .then(|| api.reply_message(&answer.body))
             .flatten()
@@ -398,8 +398,9 @@ impl Gateway {
         let api = done.api;
         let id = done.state.id.clone();
         let (input, output) = api.usage(&answer);
+        let spent = self.gate.spent(answer["model"].as_str().unwrap_or_default(), input, output);
         let outcome = Replied::of(api, &answer);
-        self.finish(done, message, (input, output), outcome).await;
+        self.finish(done, message, spent, outcome).await;
         match raw {
             _ if stream => reply(200, "text/event-stream", api.to_stream(&answer, include_usage), Some(&id)),
             Some(raw) => reply(200, "application/json", raw, Some(&id)),

@@ -68,7 +68,7 @@ impl Gateway {
         &self,
         done: &Done,
         state: ConversationState,
-        usage: (u64, u64),
+        usage: crate::conversation::Spent,
         mut beside: Vec<(String, Value)>,
         mut stack: Option<Stack>,
     ) {
@@ -135,7 +135,13 @@ impl Gateway {
 
     /// Does this request's part again on `latest`: observes the new messages it does not hold
     /// yet, counts the reply, and keeps what only this request knows.
-    fn redo(&self, done: &Done, mine: &ConversationState, latest: &mut ConversationState, usage: (u64, u64)) {
+    fn redo(
+        &self,
+        done: &Done,
+        mine: &ConversationState,
+        latest: &mut ConversationState,
+        usage: crate::conversation::Spent,
+    ) {
         let now = looprail_journal::now_ms();
         if latest.seen < done.len {
             // Its history covers this request's start (or it was started over): the messages
@@ -147,7 +153,7 @@ impl Gateway {
         } else {
             latest.requests += 1;
         }
-        self.gate.replied(latest, usage.0, usage.1);
+        self.gate.replied(latest, usage);
         latest.degenerate_reply |= mine.degenerate_reply;
         latest.recorded = latest.recorded.max(mine.recorded);
         if latest.summary.as_ref().map_or(0, |s| s.upto) < mine.summary.as_ref().map_or(0, |s| s.upto) {

@@ -161,6 +161,39 @@ async fn a_tool_call_budget_ends_the_loop_with_no_further_tool_turns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cost_limit_ends_the_loop_with_the_final_answer() {
+    let Some(python) = python() else { return };
+    // Non-streamed, and streamed as Anthropic streams report usage (an OpenAI chat stream does
+    // only when the client asks for it).
+    for (script_name, api, model, base_suffix, stream) in [
+        ("agent_openai.py", Api::OpenAi, "gpt-4o-mini", "/v1", false),
+        ("agent_anthropic.py", Api::Anthropic, "claude-sonnet-4-5", "", true),
+    ] {
+        let (upstream, _) = upstream(api, false).await;
+        let mut config = LoopConfig::default();
+        // Each turn of the fake model is 100 tokens in and 10 out: 0.1 + 0.1 at these prices.
+        let price = looprail_loop_core::price::ModelPrice {
+            input_per_mtok: 1000.0,
+            output_per_mtok: 10_000.0,
+            ..Default::default()
+        };
+        config.prices = config.prices.with(model, price);
+        config.budget.cost_limit = Some(0.5);
+        let store = temp_store("cost");
+        let gw = gateway(&store, &upstream.url, config, 0).await;
+        let extra: &[&str] = if stream { &["stream"] } else { &[] };
+        let base = format!("{}{base_suffix}", gw.url);
+        let result = agent(&python, script_name, &base, "price things", extra).await;
+        assert_ended(&result, "price things");
+        // 0.2, 0.4, 0.6 spent after three turns: the fourth is the final answer.
+        assert_eq!(result["steps"], 4, "{script_name}: three tool turns, then the final answer: {result}");
+        let with_tools = upstream.requests().iter().filter(|r| may_call_tools(&r.body)).count();
+        assert_eq!(with_tools, 3, "{script_name}");
+        gw.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_429_is_retried_and_concurrent_conversations_stay_apart() {
     let Some(python) = python() else { return };
     let (upstream, calls) = upstream(Api::OpenAi, true).await;
