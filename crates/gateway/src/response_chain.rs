@@ -81,22 +81,35 @@ impl Start {
 /// The longest chain read back: past it a conversation is refused, not walked for ever.
 pub const MAX_CHAIN: usize = 100_000;
 
+/// Why a chain could not be read back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ChainError<E> {
+    /// The chain is broken or too long: the request cannot be served (a 400).
+    Broken(String),
+    /// The store could not be read: the store's outage, not the client's mistake.
+    Load(E),
+}
+
 /// The conversation up to and including response `id`, from `load` (the links stored under
 /// the keys it is given, in any order, missing ones left out). `Ok(None)` when the gateway never
-/// kept `id`; an error when the chain is broken or too long.
-pub async fn chain<F, Fut>(id: &str, mut load: F) -> Result<Option<Chain>, String>
+/// kept `id`; [`ChainError::Broken`] when the chain is broken or too long, and
+/// [`ChainError::Load`] with `load`'s error when the store cannot be read.
+pub async fn chain<F, Fut, E>(id: &str, mut load: F) -> Result<Option<Chain>, ChainError<E>>
 where
     F: FnMut(Vec<String>) -> Fut,
-    Fut: std::future::Future<Output = Vec<(String, Value)>>,
+    Fut: std::future::Future<Output = Result<Vec<(String, Value)>, E>>,
 {
     let mut ids: Vec<String> = Vec::new();
     let mut links: Vec<Link> = Vec::new();
     let mut pending = vec![id.to_owned()];
     while !pending.is_empty() {
         if ids.len() + pending.len() > MAX_CHAIN {
-            return Err(format!("the conversation before `{id}` is longer than {MAX_CHAIN} responses"));
+            return Err(ChainError::Broken(format!(
+                "the conversation before `{id}` is longer than {MAX_CHAIN} responses"
+            )));
         }
-        let found = load(pending.iter().map(|id| response_key(id)).collect()).await;
+        let found =
+            load(pending.iter().map(|id| response_key(id)).collect()).await.map_err(ChainError::Load)?;
         for wanted in pending.drain(..) {
             let key = response_key(&wanted);
             let link = found
@@ -106,9 +119,9 @@ where
             let Some(link) = link else {
                 return match ids.is_empty() {
                     true => Ok(None),
-                    false => {
-                        Err(format!("the response `{wanted}` this conversation continues is no longer kept"))
-                    }
+                    false => Err(ChainError::Broken(format!(
+                        "the response `{wanted}` this conversation continues is no longer kept"
+                    ))),
                 };
             };
             ids.push(wanted);
@@ -121,7 +134,7 @@ where
     }
     // Each link's previous is the next one read: a link naming other responses is no chain.
     if links.iter().zip(ids.iter().skip(1)).any(|(link, next)| link.previous.as_deref() != Some(next)) {
-        return Err(format!("the responses before `{id}` do not form one conversation"));
+        return Err(ChainError::Broken(format!("the responses before `{id}` do not form one conversation")));
     }
     let items = links.into_iter().rev().flat_map(|link| link.items).collect();
     Ok(Some(Chain { items, ids }))
@@ -159,9 +172,12 @@ mod tests {
                 self.1.set(self.1.get() + 1);
                 let found: Vec<(String, Value)> =
                     keys.into_iter().filter_map(|k| self.0.get(&k).map(|v| (k, v.clone()))).collect();
-                async move { found }
+                async move { Ok::<_, String>(found) }
             })
             .await
+            .map_err(|e| match e {
+                ChainError::Broken(message) | ChainError::Load(message) => message,
+            })
         }
     }
 
@@ -185,6 +201,13 @@ mod tests {
             link.as_object_mut().unwrap().remove("earlier");
         }
         assert_eq!(old.read("r4").await.unwrap().unwrap().items.len(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_store_that_cannot_be_read_is_a_load_error_not_a_missing_response() {
+        let failing =
+            chain("r3", |_keys: Vec<String>| async { Err::<Vec<(String, Value)>, _>("locked") }).await;
+        assert_eq!(failing.unwrap_err(), ChainError::Load("locked"));
     }
 
     #[test]

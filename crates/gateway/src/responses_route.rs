@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::Gateway;
 use crate::respond::{json as reply_json, refused};
-use crate::response_chain::{self, Start};
+use crate::response_chain::{self, ChainError, Start};
 use crate::wire::Api;
 
 /// The fields read before anything else: skimmed, not read into a tree.
@@ -93,7 +93,12 @@ pub(crate) async fn responses(
                      `store` on: send the whole `input` instead"
                 ));
             }
-            Err(e) => return bad(&e),
+            Err(ChainError::Broken(e)) => return bad(&e),
+            // The store's outage is not the client's mistake: the configured answer (a 503 the
+            // SDKs retry, or the request forwarded as sent), never a 400.
+            Err(ChainError::Load(e)) => {
+                return gateway.store_failed(api, "/v1/responses", &headers, body, &e).await;
+            }
         };
         let earlier = chain.ids.into_iter().skip(1).take(response_chain::EARLIER_KEPT).collect();
         let whole: Vec<Value> = chain.items.into_iter().chain(items.iter().cloned()).collect();
@@ -109,7 +114,10 @@ pub(crate) async fn responses(
 
 impl Gateway {
     /// The conversation up to response `id`, from the kept chain.
-    async fn response_chain(&self, id: &str) -> Result<Option<response_chain::Chain>, String> {
+    async fn response_chain(
+        &self,
+        id: &str,
+    ) -> Result<Option<response_chain::Chain>, ChainError<looprail_journal::JournalError>> {
         response_chain::chain(id, |keys| async move {
             // A link whose save still runs behind its answer is waited for.
             for key in &keys {
@@ -117,7 +125,7 @@ impl Gateway {
                     self.write_behind.settled(&conversation).await;
                 }
             }
-            self.store.load_journals(&keys).await.unwrap_or_default()
+            self.store.load_journals(&keys).await
         })
         .await
     }

@@ -199,3 +199,34 @@ async fn with_fail_open_an_unreadable_store_forwards_the_request_unguarded() {
     assert_eq!(answer["content"][0]["text"], "hi");
     assert_eq!(upstream.requests()[0].body, body, "forwarded as the client sent it");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_continuation_on_an_unreadable_store_gets_the_503_not_a_400() {
+    let upstream = FakeServer::responding(|_| {
+        Reply::json(200, &json!({"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m",
+            "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": "hi", "annotations": []}]}],
+            "parallel_tool_calls": true, "tool_choice": "auto", "tools": []}).to_string())
+    })
+    .await;
+    let path = common::TempStore::new("responses-outage");
+    let url = on_sqlite(&path, &upstream.url, StoreFailure::FailClosed).await;
+    let client = reqwest::Client::new();
+    let endpoint = format!("{url}/v1/responses");
+    let first = common::post_json(&client, &endpoint, &json!({"model": "m", "input": "hello"})).await;
+    assert_eq!(first.status(), 200);
+    let id = serde_json::from_slice::<Value>(&first.bytes().await.unwrap()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    break_store(&path, false);
+    let next = json!({"model": "m", "previous_response_id": id, "input": "and then?"});
+    let refused = common::post_json(&client, &endpoint, &next).await;
+    // A 400 ("send the whole input") would not be retried by the SDKs: the outage gets the
+    // configured answer, a 503 they retry.
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "2");
+    assert_eq!(upstream.requests().len(), 1, "nothing was forwarded unguarded");
+    break_store(&path, true);
+    assert_eq!(common::post_json(&client, &endpoint, &next).await.status(), 200, "recovered");
+}
