@@ -347,16 +347,34 @@ impl Gateway {
             return timing.stamp(self.relay(done, &model, response));
         }
         // The upstream's bytes go to the client as they came unless the answer is changed here.
-        let (mut answer, mut raw) = crate::upstream::read_answer(api, response).await;
+        let read = crate::upstream::read_answer(api, response).await;
         timing.answered();
+        let (mut answer, mut raw) = match (read, &fallback) {
+            (Ok((answer, raw)), _) => (answer, Some(raw)),
+            // A 2xx whose body is no answer: a concluded conversation still ends with its text
+            // answer; any other request gets a 502, never a 200 carrying an error.
+            (Err(_), Some(text)) => {
+                tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, "gateway: the final answer's body was not JSON; the deterministic one is given");
+                let answer = crate::wire::final_text::text_reply(api, &model, text);
+                let message = api.reply_message(&answer);
+                return timing.stamp(self.answer(done, answer, None, message, stream, include_usage).await);
+            }
+            (Err(error), None) => {
+                let id = done.state.id.clone();
+                self.save(crate::save::Save::state_only(done)).await;
+                return timing.stamp(json(502, &error, Some(&id)));
+            }
+        };
         // The reply as a looprail message, read once (again only when the answer changes).
         let mut message = api.reply_message(&answer);
         if let Some(text) = &fallback
             && message.as_ref().is_some_and(|m| m.tool_calls().next().is_some())
         {
-            // The upstream ignored `tool_choice: none`: its calls never reach the client.
+            // The upstream ignored `tool_choice: none`: its calls never reach the client, but
+            // the tokens it spent on them are counted.
             tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, "gateway: the upstream answered the final-answer request with tool calls; the deterministic answer is given");
-            answer = crate::wire::final_text::text_reply(api, &model, text);
+            let spent = api.usage(&answer);
+            answer = crate::wire::final_text::text_reply_with_usage(api, &model, text, spent);
             raw = None;
             message = api.reply_message(&answer);
         }

@@ -198,7 +198,11 @@ impl Upstream {
         match self.open(call, body).await {
             Ok(response) => {
                 let status = response.status().as_u16();
-                Answer { status, body: read_json(call.api, response).await }
+                match read_answer(call.api, response).await {
+                    Ok((body, _)) => Answer { status, body },
+                    // A success whose body is no answer is the upstream's failure.
+                    Err(body) => Answer { status: 502, body },
+                }
             }
             Err(answer) => answer,
         }
@@ -207,21 +211,24 @@ impl Upstream {
 
 /// A response's body as JSON, or an error body in the API's format saying why not.
 pub(crate) async fn read_json(api: Api, response: reqwest::Response) -> Value {
-    read_answer(api, response).await.0
+    read_answer(api, response).await.map_or_else(|error| error, |(body, _)| body)
 }
 
-/// A response's body as JSON with the bytes it was read from (`None` when they were not JSON:
-/// the value is then the error body in the API's format saying why).
-pub(crate) async fn read_answer(api: Api, response: reqwest::Response) -> (Value, Option<axum::body::Bytes>) {
+/// A response's body as JSON with the bytes it was read from, or the error body in the API's
+/// format saying why it is not JSON.
+pub(crate) async fn read_answer(
+    api: Api,
+    response: reqwest::Response,
+) -> Result<(Value, axum::body::Bytes), Value> {
     let status = response.status().as_u16();
     match response.bytes().await {
-        Ok(bytes) => match serde_json::from_slice::<Value>(bytes.as_ref()) {
-            Ok(value) => (value, Some(bytes)),
-            Err(_) => (
-                api.error("api_error", &format!("upstream answered {status} with a body that is not JSON")),
-                None,
-            ),
-        },
-        Err(e) => (api.error("api_error", &format!("upstream body broke: {e}")), None),
+        Ok(bytes) => {
+            match serde_json::from_slice::<Value>(bytes.as_ref()) {
+                Ok(value) => Ok((value, bytes)),
+                Err(_) => Err(api
+                    .error("api_error", &format!("upstream answered {status} with a body that is not JSON"))),
+            }
+        }
+        Err(e) => Err(api.error("api_error", &format!("upstream body broke: {e}"))),
     }
 }

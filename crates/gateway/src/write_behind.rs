@@ -17,7 +17,9 @@
 //!
 //! A gateway killed outright (not stopped) may lose the saves of its last few answers: the
 //! conversation then goes on from the state before, and its next request's guards observe the
-//! lost step's messages again (the history carries them), so nothing it did goes uncounted.
+//! lost step's messages again (the history carries them), so its calls and turns are counted.
+//! Its reply's token usage is not in the history: the tokens of those last answers are missing
+//! from the conversation's budget (use `save_order = "before_answer"` where that matters).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

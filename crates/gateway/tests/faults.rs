@@ -15,24 +15,42 @@ use looprail_journal::SqliteStore;
 use looprail_providers::fake::{FakeServer, Reply};
 use serde_json::{Value, json};
 
-/// An upstream that calls `search` whatever it is asked (it ignores `tool_choice: none`), or,
-/// with `fail_final`, answers the final-answer request with a 500.
-async fn stubborn(api: Api, fail_final: bool) -> FakeServer {
+/// How the upstream answers the final-answer request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Final {
+    /// With tool calls again (it ignores `tool_choice: none`), spending 700 + 50 tokens.
+    Calls,
+    /// With a 500.
+    Error,
+    /// With a 200 whose body is not JSON.
+    NotJson,
+}
+
+/// An upstream that calls `search` whatever it is asked, and answers the final-answer request
+/// as `last` says.
+async fn stubborn(api: Api, last: Final) -> FakeServer {
     FakeServer::responding(move |body| {
         let final_request = body["tool_choice"] == "none" || body["tool_choice"]["type"] == "none";
-        if final_request && fail_final {
-            return Reply::json(500, r#"{"error": {"message": "boom", "type": "server_error"}}"#);
+        match last {
+            Final::Error if final_request => {
+                return Reply::json(500, r#"{"error": {"message": "boom", "type": "server_error"}}"#);
+            }
+            Final::NotJson if final_request => return Reply::json(200, "<html>upstream proxy page</html>"),
+            _ => {}
         }
+        let (input, output) = if final_request { (700, 50) } else { (1, 1) };
         let reply = match api {
             Api::OpenAi => json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
                 "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
-                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}]}}]}),
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}]}}],
+                "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}}),
             Api::Anthropic => json!({"id": "msg", "type": "message", "role": "assistant", "model": "c",
                 "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "x"}}],
-                "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+                "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": input, "output_tokens": output}}),
             Api::Responses => json!({"id": "resp", "object": "response", "created_at": 1, "status": "completed", "model": "m",
                 "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "search", "arguments": "{\"q\":\"x\"}", "status": "completed"}],
-                "parallel_tool_calls": true, "tool_choice": "auto", "tools": []}),
+                "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+                "usage": {"input_tokens": input, "output_tokens": output, "total_tokens": input + output}}),
         };
         Reply::json(200, &reply.to_string())
     })
@@ -108,8 +126,8 @@ fn text_of(api: Api, answer: &Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_ignoring_tool_choice_none_still_ends_with_a_text_answer() {
     for api in [Api::OpenAi, Api::Anthropic, Api::Responses] {
-        for fail_final in [false, true] {
-            let upstream = stubborn(api, fail_final).await;
+        for last in [Final::Calls, Final::Error, Final::NotJson] {
+            let upstream = stubborn(api, last).await;
             let url = common::serve(settings(&upstream.url), "stubborn").await;
             let (answer, steps) = drive(api, &url).await;
             let text = text_of(api, &answer);
@@ -118,14 +136,31 @@ async fn an_upstream_ignoring_tool_choice_none_still_ends_with_a_text_answer() {
             assert!(steps < 30, "{api:?}: concluded at step {steps}");
             let asked_final = upstream.requests().iter().any(|r| r.body.to_string().contains("\"none\""));
             assert!(asked_final, "{api:?}: the final answer was asked for first");
+            if last == Final::Calls {
+                // The replaced answer's tokens were spent: they are counted, and shown.
+                assert_eq!(api.usage(&answer), (700, 50), "{api:?}: {answer}");
+            }
         }
     }
 }
 
-/// A gateway on the SQLite file at `path` with `on_store_error`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_success_whose_body_is_not_json_is_a_502_not_a_200_carrying_an_error() {
+    let upstream = FakeServer::responding(|_| Reply::json(200, "<html>upstream proxy page</html>")).await;
+    let url = common::serve(settings(&upstream.url), "not-json").await;
+    let client = reqwest::Client::new();
+    let response = common::post_json(&client, &format!("{url}/v1/chat/completions"), &request()).await;
+    assert_eq!(response.status(), 502);
+    let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().contains("not JSON"), "{body}");
+}
+
+/// A gateway on the SQLite file at `path` with `on_store_error`, saving each conversation
+/// before its answer goes out (so a test that breaks the store next breaks no save).
 async fn on_sqlite(path: &std::path::Path, upstream: &str, on_store_error: StoreFailure) -> String {
     let mut settings = settings(upstream);
     settings.on_store_error = on_store_error;
+    settings.save_order = looprail_gateway::SaveOrder::BeforeAnswer;
     let store = SqliteStore::open_with(path, Duration::from_millis(300)).await.unwrap();
     let gateway = Gateway::new(settings, store.into()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -18,21 +18,27 @@ use super::Api;
 /// assert_eq!((message.joined_text().as_deref(), message.tool_calls().count()), (Some("Done."), 0));
 /// ```
 pub fn text_reply(api: Api, model: &str, text: &str) -> Value {
+    text_reply_with_usage(api, model, text, (0, 0))
+}
+
+/// [`text_reply`] carrying the tokens an upstream spent on the answer it replaces (`input`,
+/// `output`), so the conversation's budget counts what was really spent.
+pub fn text_reply_with_usage(api: Api, model: &str, text: &str, (input, output): (u64, u64)) -> Value {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let id = format!("looprail-{now}");
     match api {
         Api::OpenAi => json!({"id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": now,
             "model": model, "choices": [{"index": 0, "finish_reason": "stop",
                 "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}),
+            "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}}),
         Api::Anthropic => json!({"id": format!("msg_{id}"), "type": "message", "role": "assistant",
             "model": model, "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-            "stop_sequence": null, "usage": {"input_tokens": 0, "output_tokens": 0}}),
+            "stop_sequence": null, "usage": {"input_tokens": input, "output_tokens": output}}),
         Api::Responses => json!({"id": format!("resp_{id}"), "object": "response", "created_at": now,
             "status": "completed", "model": model, "output": [{"type": "message", "id": format!("msg_{id}"),
                 "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": text, "annotations": []}]}],
             "parallel_tool_calls": true, "tool_choice": "none", "tools": [],
-            "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}}),
+            "usage": {"input_tokens": input, "output_tokens": output, "total_tokens": input + output}}),
     }
 }
