@@ -36,13 +36,18 @@ impl Gateway {
             Some(watch) => reader.with_watch(watch),
             None => reader,
         };
+        // Set at a cut: the upstream connection then closes instead of being read on for reuse.
+        let close = response.extensions().get::<crate::http1_pool::CloseOnDrop>().cloned();
         let upstream = Box::pin(response.bytes_stream());
         // What the relay carries from piece to piece is boxed, and the stores' futures of its
         // last piece too: each piece's future is built anew and moved whole.
-        let start = (upstream, Some(Box::new((reader, done, Arc::clone(self)))), 0_usize, None::<Bytes>);
-        let events =
-            futures_util::stream::unfold(start, |(mut upstream, open, relayed, unread)| async move {
+        let start =
+            (Some(upstream), Some(Box::new((reader, done, Arc::clone(self)))), 0_usize, None::<Bytes>);
+        let events = futures_util::stream::unfold(start, move |(upstream, open, relayed, unread)| {
+            let close = close.clone();
+            async move {
                 let mut open = open?;
+                let mut upstream = upstream?;
                 if relayed == 1 {
                     // The first piece leaves before the next is read: hyper writes what the body
                     // gave only once the body waits, and an upstream's events that came in one read
@@ -55,9 +60,12 @@ impl Gateway {
                     // stream): it is read now that it has left, before the next piece is taken.
                     open.0.pass_on(piece);
                     if let Some((end, received)) = open.0.cut() {
+                        // Closed at the cut, so the model stops generating (and billing) now.
+                        close.iter().for_each(crate::http1_pool::CloseOnDrop::set);
+                        drop(upstream);
                         let (_, done, gateway) = *open;
                         Box::pin(gateway.cut(done, received)).await;
-                        return Some((Ok(Bytes::from(end)), (upstream, None, relayed, None)));
+                        return Some((Ok(Bytes::from(end)), (None, None, relayed, None)));
                     }
                     if open.0.is_done() {
                         // Only a malformed event ends a stream here: it is stored as it ended.
@@ -77,7 +85,7 @@ impl Gateway {
                             let api = done.api;
                             Box::pin(gateway.save(Save::state_only(done))).await;
                             let error = api.stream_error(&format!("upstream stream broke: {e}"));
-                            return Some((Ok(Bytes::from(error)), (upstream, None, relayed, None)));
+                            return Some((Ok(Bytes::from(error)), (None, None, relayed, None)));
                         }
                         None => {
                             let (reader, done, gateway) = *open;
@@ -91,18 +99,20 @@ impl Gateway {
                         && !crate::relay::may_end(open.0.api(), &bytes)
                     {
                         // The client's first byte does not wait for the gateway's reading of it.
-                        return Some((Ok(bytes.clone()), (upstream, Some(open), relayed, Some(bytes))));
+                        return Some((Ok(bytes.clone()), (Some(upstream), Some(open), relayed, Some(bytes))));
                     }
                     let passed = open.0.pass_on(bytes);
                     if let Some((end, received)) = open.0.cut() {
                         // The reply repeats itself (B14): the client gets the whole events that
                         // arrived and an end as by the output limit; the upstream's body is dropped
-                        // here, so the model stops generating.
+                        // here, before the save, so the model stops generating.
+                        close.iter().for_each(crate::http1_pool::CloseOnDrop::set);
+                        drop(upstream);
                         let (_, done, gateway) = *open;
                         Box::pin(gateway.cut(done, received)).await;
                         let mut out = passed.to_vec();
                         out.extend_from_slice(end.as_bytes());
-                        return Some((Ok(Bytes::from(out)), (upstream, None, relayed, None)));
+                        return Some((Ok(Bytes::from(out)), (None, None, relayed, None)));
                     }
                     if !open.0.is_done() {
                         if passed.is_empty() {
@@ -110,16 +120,17 @@ impl Gateway {
                         }
                         return Some((
                             Ok::<Bytes, std::io::Error>(passed),
-                            (upstream, Some(open), relayed, None),
+                            (Some(upstream), Some(open), relayed, None),
                         ));
                     }
                     // The terminal event: the conversation is saved (or its save begun, see
                     // `write_behind`) before the client sees it, so its next request finds it.
                     let (reader, done, gateway) = *open;
                     Box::pin(gateway.complete(reader, done)).await;
-                    return Some((Ok(passed), (upstream, None, relayed, None)));
+                    return Some((Ok(passed), (None, None, relayed, None)));
                 }
-            });
+            }
+        });
         let mut response = reply(200, "text/event-stream", Body::from_stream(events), Some(&id));
         response.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
         response

@@ -155,10 +155,15 @@ impl Pool {
             })
             .await;
             match answered {
-                Ok(response) => {
+                Ok(mut response) => {
                     let pool = Arc::clone(self);
-                    return Ok(response
-                        .map(|body| Driven { body: Some(body), open: Some((Mutex::new(open), pool, key)) }));
+                    let close = CloseOnDrop::default();
+                    response.extensions_mut().insert(close.clone());
+                    return Ok(response.map(|body| Driven {
+                        body: Some(body),
+                        open: Some((Mutex::new(open), pool, key)),
+                        close,
+                    }));
                 }
                 // Not sent: a reused connection was closing; again on another.
                 Err(mut failed) if reused && failed.message().is_some() => {
@@ -219,6 +224,23 @@ const DRAIN_BYTES: usize = 64 * 1024;
 /// A connection lent to an answer, with its pool and key.
 type Lent = (Mutex<Open>, Arc<Pool>, String);
 
+/// In the extensions of every answer the pool gives: once set, a body dropped before its end
+/// closes its connection at once instead of being read on for the connection's sake. A relay
+/// that cuts a reply repeating itself sets it, so the model stops generating (and billing).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CloseOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl CloseOnDrop {
+    /// The body's connection closes when the body is dropped.
+    pub(crate) fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// An answer's body, driving its connection as it is read: read to its end, it puts the
 /// connection back in the pool. Dropped before (a relay stops at a stream's terminal event,
 /// before the upstream's end of body), a task reads the rest, briefly, for the same.
@@ -228,6 +250,8 @@ pub(crate) struct Driven {
     /// The connection (in a mutex only to make the body `Sync`: it is reached through `&mut`)
     /// until it goes back.
     open: Option<Lent>,
+    /// Set: dropped early, the connection is closed, not read on.
+    close: CloseOnDrop,
 }
 
 impl Driven {
@@ -241,6 +265,9 @@ impl Driven {
 
 impl Drop for Driven {
     fn drop(&mut self) {
+        if self.close.is_set() {
+            return; // the connection goes with the body: closed
+        }
         let (Some((open, pool, key)), Some(mut body)) = (self.open.take(), self.body.take()) else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let mut open = open.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);

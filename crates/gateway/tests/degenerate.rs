@@ -187,3 +187,65 @@ async fn a_chanting_reply_is_cut_on_every_api_streamed_and_not() {
         case(api, true, 32).await;
     }
 }
+
+/// An upstream on a raw socket streaming the chant paced, as a model generates, until its
+/// connection is closed; the copies it managed to send.
+async fn paced_chant_upstream() -> (String, tokio::sync::oneshot::Receiver<usize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (closed, copies) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 65536];
+        // Headers, then the body its content-length announces.
+        loop {
+            let n = socket.read(&mut buffer).await.unwrap();
+            request.extend_from_slice(&buffer[..n]);
+            let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                    .unwrap_or(0usize);
+                if request.len() >= end + 4 + length {
+                    break;
+                }
+            }
+        }
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let mut sent = 0;
+        for event in chant_stream(Api::OpenAi) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+            if socket.write_all(chunk.as_bytes()).await.is_err() || socket.flush().await.is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        let _ = closed.send(sent);
+    });
+    (url, copies)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_connection_is_closed_at_the_cut() {
+    let (upstream, copies) = paced_chant_upstream().await;
+    let mut settings = GatewayConfig::default();
+    settings.upstream.openai = upstream;
+    settings.upstream.openai_key = None;
+    let gw = common::serve(settings, "degenerate-close").await;
+    let client = reqwest::Client::new();
+    let response =
+        common::post_json(&client, &format!("{gw}/v1/chat/completions"), &request(Api::OpenAi, true, None))
+            .await;
+    let body = response.text().await.unwrap();
+    let (text, _) = read_stream(Api::OpenAi, &body);
+    let read = text.len() / block().len();
+    // The upstream learns of the close on its next writes: a few copies after the cut, not
+    // the dozens it would send while the conversation is saved and the client's stream ends.
+    let sent = tokio::time::timeout(Duration::from_secs(10), copies).await.unwrap().unwrap();
+    assert!(sent <= read + 8, "the upstream sent {sent} events; the client read {read} copies");
+}
