@@ -80,7 +80,7 @@ fn a_state_that_does_not_load_whole_is_not_loaded_at_all() {
         guard.after_tools(&view, &[call], &[ToolResult::ok(format!("c{i}"), "error 2")]);
     }
     let mut damaged = guard.save_state();
-    let last = damaged["detectors"].as_object().unwrap().keys().last().unwrap().clone();
+    let last = damaged["detectors"].as_object().unwrap().keys().next_back().unwrap().clone();
     damaged["detectors"][&last] = serde_json::json!({"window": "damaged"});
     let mut fresh = LoopGuard::new(&config);
     let untouched = fresh.save_state();

@@ -85,7 +85,7 @@ impl LoopMemory {
         }
         self.outcomes.push_back((observation, index));
         self.last = signature;
-        let Some(suspended) = self.suspended else { return None };
+        let suspended = self.suspended?;
         let back = self.run.is_empty() && suspended.len >= detected_at && suspended.last == signature;
         if back || self.run.contains(&signature) {
             self.run.clear();
