@@ -27,10 +27,8 @@ pub struct Response {
 /// Answers the hook event `input` from `agent`, with session state in the store at `store`.
 pub fn respond(agent: Agent, input: &[u8], store: &Path, hook: &Hook, now_ms: i64) -> Response {
     match decide(agent, input, store, hook, now_ms) {
-        Ok((kind, answer, moved_aside)) => {
-            let stderr = moved_aside.map(|aside| {
-                format!("looprail hook: the session store was unreadable; moved aside to {}", aside.display())
-            });
+        Ok((kind, answer, notice)) => {
+            let stderr = notice.map(|notice| format!("looprail hook: {notice}"));
             Response { stdout: agent.render(&kind, &answer), stderr, exit_code: 0, answer }
         }
         Err(error) => Response {
@@ -48,18 +46,26 @@ fn decide(
     store: &Path,
     hook: &Hook,
     now_ms: i64,
-) -> Result<(EventKind, Answer, Option<std::path::PathBuf>), crate::HookError> {
+) -> Result<(EventKind, Answer, Option<String>), crate::HookError> {
     let event = agent.parse(input)?;
     if let EventKind::Other(_) | EventKind::Stop = event.kind {
         // Nothing to keep: the store is not even opened.
         return Ok((event.kind, Answer::Allow, None));
     }
     let mut sessions = SessionStore::open(store)?;
-    let moved_aside = sessions.moved_aside.take();
+    // What the user is told besides the answer: a store moved aside, a session started afresh.
+    let notice = |sessions: &mut SessionStore| {
+        let aside = sessions
+            .moved_aside
+            .take()
+            .map(|aside| format!("the session store was unreadable; moved aside to {}", aside.display()));
+        let notes: Vec<String> = aside.into_iter().chain(sessions.session_reset.take()).collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
+    };
     match &event.kind {
         EventKind::SessionEnd => {
             sessions.forget(agent.name(), &event.session)?;
-            return Ok((event.kind, Answer::Allow, moved_aside));
+            return Ok((event.kind, Answer::Allow, notice(&mut sessions)));
         }
         EventKind::SessionStart => {
             let horizon = i64::try_from(FORGET_AFTER.as_millis()).unwrap_or(i64::MAX);
@@ -70,5 +76,5 @@ fn decide(
     let answer = sessions.with_session(agent.name(), &event.session, now_ms, |state| {
         hook.handle(state, &event.kind, now_ms)
     })?;
-    Ok((event.kind, answer, moved_aside))
+    Ok((event.kind, answer, notice(&mut sessions)))
 }

@@ -17,8 +17,11 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(14 * 24 * 3600);
 #[derive(Debug)]
 pub struct SessionStore {
     conn: Connection,
+    path: PathBuf,
     /// Where an unreadable store file was moved when this one started afresh.
     pub moved_aside: Option<PathBuf>,
+    /// A session whose stored state no longer read, and started afresh: why.
+    pub session_reset: Option<String>,
 }
 
 /// The per-user default: `$XDG_STATE_HOME/looprail/hooks.db`, else
@@ -35,22 +38,25 @@ impl SessionStore {
     /// Opens (or creates) the store at `path`, creating its directory (private to the user). A
     /// file that is not a readable database (left damaged by a crash of the machine: the store
     /// does not sync to disk, see below) is moved aside, not deleted, and the store starts
-    /// afresh ([`SessionStore::moved_aside`] says where it went).
+    /// afresh ([`SessionStore::moved_aside`] says where it went). Damage found later, when a
+    /// session is read or written, is handled the same way ([`SessionStore::with_session`]).
     pub fn open(path: &Path) -> Result<Self, HookError> {
         match Self::open_as_is(path) {
-            Err(HookError::Store(why)) if path.is_file() && unreadable(&why) => {
-                let aside = path.with_extension(format!("db.unreadable-{}", std::process::id()));
-                std::fs::rename(path, &aside)
-                    .map_err(|e| HookError::Store(format!("{}: {e}", path.display())))?;
-                for suffix in ["-wal", "-shm"] {
-                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-                }
-                let mut store = Self::open_as_is(path)?;
-                store.moved_aside = Some(aside);
-                Ok(store)
-            }
+            Err(HookError::Store(why)) if path.is_file() && unreadable(&why) => Self::start_afresh(path),
             other => other,
         }
+    }
+
+    /// Moves the damaged file at `path` aside and opens a fresh store there.
+    fn start_afresh(path: &Path) -> Result<Self, HookError> {
+        let aside = path.with_extension(format!("db.unreadable-{}", std::process::id()));
+        std::fs::rename(path, &aside).map_err(|e| HookError::Store(format!("{}: {e}", path.display())))?;
+        for suffix in ["-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        let mut store = Self::open_as_is(path)?;
+        store.moved_aside = Some(aside);
+        Ok(store)
     }
 
     fn open_as_is(path: &Path) -> Result<Self, HookError> {
@@ -70,17 +76,38 @@ impl SessionStore {
                  updated_ms INTEGER NOT NULL, PRIMARY KEY (agent, session_id));",
         )
         .map_err(|e| store_error(&e))?;
-        Ok(Self { conn, moved_aside: None })
+        Ok(Self { conn, path: path.to_owned(), moved_aside: None, session_reset: None })
     }
 
     /// Runs `decide` on the state of `session` of `agent` (a fresh one when none is stored, or
-    /// when the stored one no longer reads), then stores what it left, all in one transaction.
+    /// when the stored one no longer reads: [`SessionStore::session_reset`] then says why),
+    /// then stores what it left, all in one transaction. A store file found damaged on the way
+    /// is moved aside and the event decided again on a fresh store.
     pub fn with_session<T>(
         &mut self,
         agent: &str,
         session: &str,
         now_ms: i64,
-        decide: impl FnOnce(&mut SessionState) -> T,
+        mut decide: impl FnMut(&mut SessionState) -> T,
+    ) -> Result<T, HookError> {
+        match self.try_with_session(agent, session, now_ms, &mut decide) {
+            Err(HookError::Store(why)) if unreadable(&why) && self.moved_aside.is_none() => {
+                let fresh = Self::start_afresh(&self.path)?;
+                let session_reset = self.session_reset.take();
+                *self = fresh;
+                self.session_reset = session_reset;
+                self.try_with_session(agent, session, now_ms, &mut decide)
+            }
+            other => other,
+        }
+    }
+
+    fn try_with_session<T>(
+        &mut self,
+        agent: &str,
+        session: &str,
+        now_ms: i64,
+        decide: &mut impl FnMut(&mut SessionState) -> T,
     ) -> Result<T, HookError> {
         let db = |e: rusqlite::Error| HookError::Store(e.to_string());
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db)?;
@@ -92,8 +119,16 @@ impl SessionStore {
             )
             .optional()
             .map_err(db)?;
-        let mut state: SessionState =
-            stored.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default();
+        let mut state: SessionState = match stored.map(|text| serde_json::from_str(&text)) {
+            None => SessionState::default(),
+            Some(Ok(state)) => state,
+            Some(Err(e)) => {
+                self.session_reset = Some(format!(
+                    "the stored state of session {session} did not read ({e}); it starts afresh"
+                ));
+                SessionState::default()
+            }
+        };
         let answer = decide(&mut state);
         let text = serde_json::to_string(&state).map_err(|e| HookError::Store(e.to_string()))?;
         tx.execute(
@@ -127,7 +162,7 @@ impl SessionStore {
 
 /// True for SQLite's words for a file that is no database, or a damaged one.
 fn unreadable(why: &str) -> bool {
-    why.contains("not a database") || why.contains("malformed")
+    why.contains("not a database") || why.contains("malformed") || why.contains("corrupt")
 }
 
 #[cfg(unix)]

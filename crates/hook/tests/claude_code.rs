@@ -203,7 +203,55 @@ fn a_store_file_that_is_no_database_is_moved_aside_and_the_store_starts_afresh()
 }
 
 #[test]
-fn hook_processes_at_once_lose_no_update() {
+fn a_store_damaged_past_its_first_page_is_moved_aside_when_a_session_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("hooks.db");
+    for n in 0..200 {
+        send(&store, &post(&format!("session-{n}"), "ls", &"file.txt\n".repeat(20)));
+    }
+    // Everything in the main file, then every page after the schema's overwritten: the store
+    // opens, and the damage shows only when a session is looked up.
+    let conn = rusqlite::Connection::open(&store).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+    let page: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0)).unwrap();
+    let page = usize::try_from(page).unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&store).unwrap();
+    assert!(bytes.len() > 4 * page, "the table spans pages");
+    bytes[page..].iter_mut().for_each(|b| *b = 0xA5);
+    std::fs::write(&store, &bytes).unwrap();
+
+    let response = send(&store, &pre("session-7", "ls"));
+    assert_eq!((response.exit_code, &response.answer), (0, &Answer::Allow), "{:?}", response.stderr);
+    assert!(response.stderr.unwrap().contains("moved aside"));
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().any(|e| e
+            .unwrap()
+            .path()
+            .to_string_lossy()
+            .contains("unreadable")),
+        "the damaged file is kept"
+    );
+    assert_eq!(send(&store, &pre("session-7", "ls")).stderr, None, "the fresh store works");
+}
+
+#[test]
+fn a_session_whose_stored_state_does_not_read_starts_afresh_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("hooks.db");
+    send(&store, &post("s", "ls", "a.txt"));
+    let conn = rusqlite::Connection::open(&store).unwrap();
+    conn.execute("UPDATE hook_sessions SET state = '{\"counters\": \"many\"}'", []).unwrap();
+    drop(conn);
+    let response = send(&store, &pre("s", "ls"));
+    assert_eq!(response.exit_code, 0);
+    let note = response.stderr.unwrap();
+    assert!(note.contains("session s") && note.contains("starts afresh"), "{note}");
+    assert_eq!(send(&store, &pre("s", "ls")).stderr, None, "stored whole again");
+}
+
+#[test]
+fn hooks_on_eight_threads_at_once_lose_no_update() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("hooks.db");
     std::thread::scope(|scope| {
@@ -219,7 +267,7 @@ fn hook_processes_at_once_lose_no_update() {
         }
     });
     let conn = rusqlite_count(&store);
-    assert_eq!(conn, 160, "every call of every process counted");
+    assert_eq!(conn, 160, "every call of every thread counted");
 }
 
 /// The tool calls the store holds for session `shared`.
