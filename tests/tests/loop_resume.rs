@@ -109,7 +109,7 @@ async fn a_run_restored_from_any_checkpoint_ends_like_the_uninterrupted_run() {
             checkpoint.header.clone(),
             checkpoint.messages.clone(),
             guards::defaults(&LoopConfig::default()),
-            Box::new(KeepAll),
+            Box::new(KeepAll::default()),
         )
         .unwrap();
         let outcome = Driver::new(provider.clone(), tools.clone()).drive(&mut restored).await.unwrap();
@@ -140,7 +140,7 @@ async fn the_todo_nudge_count_survives_a_restore() {
         last.header.clone(),
         last.messages.clone(),
         guards::defaults(&LoopConfig::default()),
-        Box::new(KeepAll),
+        Box::new(KeepAll::default()),
     )
     .unwrap();
     assert_eq!(restored.header().guards["todo_nudge"], *nudge_state);
@@ -150,7 +150,7 @@ async fn the_todo_nudge_count_survives_a_restore() {
 fn a_header_that_does_not_match_its_messages_is_refused() {
     let run = Run::builder(LoopConfig::default()).user("go").build().unwrap();
     let header = run.header();
-    let err = Run::restore(header, Vec::new(), Vec::new(), Box::new(KeepAll)).unwrap_err();
+    let err = Run::restore(header, Vec::new(), Vec::new(), Box::new(KeepAll::default())).unwrap_err();
     assert!(err.to_string().contains("corrupt run snapshot"));
 }
 
@@ -163,7 +163,7 @@ fn a_corrupt_guard_state_is_a_typed_error() {
         header,
         run.messages().to_vec(),
         guards::defaults(&LoopConfig::default()),
-        Box::new(KeepAll),
+        Box::new(KeepAll::default()),
     )
     .unwrap_err();
     assert!(err.to_string().contains("time_limits"), "{err}");

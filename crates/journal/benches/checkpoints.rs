@@ -86,7 +86,7 @@ fn resume_1000_message_run(bencher: Bencher) {
                 checkpoint.header,
                 checkpoint.messages,
                 guards::defaults(&LoopConfig::default()),
-                Box::new(KeepAll),
+                Box::new(KeepAll::default()),
             )
             .unwrap();
             divan::black_box(run.messages().len())

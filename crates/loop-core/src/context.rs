@@ -146,13 +146,34 @@ pub trait ContextPolicy: Send {
     }
 }
 
-/// The policy that never changes the conversation.
+/// The policy that never changes the conversation. When the provider reports no usage, its
+/// estimate counts only the messages added since its last count: the conversation it never
+/// changes only grows, so a turn costs the time of its new messages, not of the history.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct KeepAll;
+pub struct KeepAll {
+    /// Messages of the conversation counted so far, and their estimate.
+    counted: usize,
+    input: u64,
+    /// Messages counted over the policy's life (what a recount each turn would make grow
+    /// with the square of the conversation's length).
+    work: u64,
+}
 
 impl ContextPolicy for KeepAll {
     fn prepare(&mut self, _messages: &mut Vec<Message>, _view: &ContextView<'_>) -> ContextStep {
         ContextStep::ready()
+    }
+
+    fn estimate_usage(&mut self, sent: &[Message], reply: &ModelResponse) -> Usage {
+        if sent.len() < self.counted {
+            // Not the conversation counted so far (it never shrinks): counted from the start.
+            (self.counted, self.input) = (0, 0);
+        }
+        let new = &sent[self.counted..];
+        self.input += new.iter().map(rough_message_tokens).sum::<u64>();
+        self.work += new.len() as u64;
+        self.counted = sent.len();
+        Usage::estimate(self.input, rough_reply_tokens(reply))
     }
 }
 
@@ -201,5 +222,29 @@ impl LoggedContext {
     /// Its largest size so far.
     pub fn peak(&self) -> u64 {
         self.peak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_all_estimates_each_turn_in_the_time_of_its_new_messages() {
+        let mut policy = KeepAll::default();
+        let reply = ModelResponse::text("m", "ok");
+        let mut conversation = vec![Message::system("You are terse."), Message::user("go")];
+        for turn in 0..200 {
+            conversation.push(Message::assistant(format!("step {turn}")));
+            conversation.push(Message::user(format!("result {turn}: {}", "data ".repeat(turn % 7))));
+            let usage = policy.estimate_usage(&conversation, &reply);
+            let whole: u64 = conversation.iter().map(rough_message_tokens).sum();
+            assert_eq!(usage.input_tokens, whole, "the same figure as a recount");
+        }
+        // 402 messages counted once each, not 200 recounts of a growing history (~40,000).
+        assert_eq!(policy.work, conversation.len() as u64);
+        // Another conversation, shorter: counted from its start.
+        let other = [Message::user("hello")];
+        assert_eq!(policy.estimate_usage(&other, &reply).input_tokens, rough_message_tokens(&other[0]));
     }
 }

@@ -117,7 +117,7 @@ impl Runner {
             config: LoopConfig::default(),
             system_prompt: system_prompt.into(),
             guards: Arc::new(Vec::new),
-            policy: Arc::new(|| Box::new(KeepAll)),
+            policy: Arc::new(|| Box::new(KeepAll::default())),
             executor: Arc::new(ParallelExecutor),
             heartbeat_every: Duration::from_secs(10),
             stale_after: Duration::from_secs(60),

@@ -175,7 +175,7 @@ impl RunBuilder {
             core,
             messages,
             guards: all_guards,
-            policy: self.policy.unwrap_or_else(|| Box::new(KeepAll)),
+            policy: self.policy.unwrap_or_else(|| Box::new(KeepAll::default())),
             effects: VecDeque::new(),
         };
         run.effects.push_back(Effect::Checkpoint(CheckpointKind::Input));
