@@ -89,6 +89,34 @@ mod tests {
     use looprail_loop_core::message::{ToolCall, ToolResult};
 
     #[test]
+    fn the_journal_pair_is_kept_right_after_the_summary() {
+        let journal = Message::internal_user("run_journal", "## Run journal\nobjective: fix the parser");
+        let ack = Message::assistant("Noted: I will continue from this journal.").tagged("run_journal_ack");
+        let mut messages = vec![
+            Message::system("You are a coding agent."),
+            journal.clone(),
+            ack.clone(),
+            Message::user("Fix the parser."),
+            Message::assistant_with_calls(None, vec![ToolCall::new("1", "read", "{}")]),
+            Message::tool_result(ToolResult::ok("1", "fn parse() {}")),
+            Message::assistant("Reading more."),
+            Message::user("Go on."),
+        ];
+        let summary = summary_message("We read the parser.", &messages[1..6], "Summary");
+        replace_history(&mut messages, 1, 6, summary);
+        let tags: Vec<Option<&str>> =
+            messages.iter().map(|m| m.internal.as_ref().map(|t| t.reason.as_str())).collect();
+        assert_eq!(
+            tags,
+            [None, Some(SUMMARY_TAG), Some("run_journal"), Some("run_journal_ack"), None, None],
+            "system, summary, the journal pair, then the kept tail"
+        );
+        assert_eq!(messages[2], journal);
+        assert_eq!(messages[3], ack);
+        assert_eq!(messages[4].joined_text().as_deref(), Some("Reading more."));
+    }
+
+    #[test]
     fn the_latest_successful_result_per_tool_is_pinned_and_errors_never_are() {
         let part = vec![
             Message::assistant_with_calls(
