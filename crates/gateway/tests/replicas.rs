@@ -147,6 +147,50 @@ async fn a_replica_stopped_mid_conversation_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_requests_with_different_histories_of_one_conversation_all_count() {
+    let Some(server) = looprail_testkit_postgres::server_or_skip("the gateway replica test") else { return };
+    let upstream = FakeServer::responding(looping_upstream()).await;
+    let url = server.fresh_database().await;
+    let store: looprail_journal::SharedStore = PostgresStore::connect(&url).await.unwrap().into();
+    let urls = [
+        replica(PostgresStore::connect(&url).await.unwrap().into(), &upstream.url).await,
+        replica(PostgresStore::connect(&url).await.unwrap().into(), &upstream.url).await,
+    ];
+    let client = reqwest::Client::new();
+    let mut requests = Vec::new();
+    for n in 0..50 {
+        // Each a branch of its own: the same start, then a question only this request asks.
+        let body = json!({"model": "m", "messages": [
+            {"role": "user", "content": "Find it"},
+            {"role": "assistant", "content": "Where should I look?"},
+            {"role": "user", "content": format!("In folder {n}.")}]});
+        let (client, url) = (client.clone(), urls[n % 2].clone());
+        requests.push(tokio::spawn(async move {
+            let response = client
+                .post(url)
+                .header("content-type", "application/json")
+                .header("x-looprail-run", "branching-conversation")
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+        }));
+    }
+    for request in requests {
+        request.await.unwrap();
+    }
+    let state = store.load_journal("gateway/conversation/branching-conversation").await.unwrap().unwrap();
+    assert_eq!(state["requests"], 50, "every request counted, none lost to another: {state}");
+    let usage = &state["counters"]["usage"];
+    assert_eq!(
+        (usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64()),
+        (Some(350), Some(150)),
+        "{usage}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_requests_of_one_conversation_all_count() {
     let Some(server) = looprail_testkit_postgres::server_or_skip("the gateway replica test") else { return };
     let upstream = FakeServer::responding(looping_upstream()).await;
