@@ -141,7 +141,14 @@ fn install(args: Installing) -> Result<(), String> {
         };
         Scope::Project(dir)
     };
-    let exe = std::env::current_exe().map_err(|e| format!("where this looprail is: {e}"))?;
+    let running = std::env::current_exe().map_err(|e| format!("where this looprail is: {e}"))?;
+    // Never a throw-away copy (npx's cache, uvx's): the installed looprail on PATH, or a refusal
+    // (removing needs no program that lasts).
+    let exe = match args.uninstall {
+        true => running,
+        false => looprail_hook::program::hook_program(&running, std::env::var_os("PATH").as_deref())
+            .map_err(|e| e.to_string())?,
+    };
     // The lean hook binary when it sits beside this one (it starts in about half the time) and
     // no config file is asked for (it runs the defaults).
     let lean = exe.with_file_name(format!("looprail-hook{}", std::env::consts::EXE_SUFFIX));

@@ -123,3 +123,50 @@ fn the_hook_command_answers_an_event_and_fails_open_on_a_bad_one() {
     assert_eq!(stderr.lines().count(), 1);
     assert!(stderr.starts_with("looprail hook:"), "{stderr}");
 }
+
+/// The binary under test at `path`, as a package manager would have put it there (a hard link:
+/// it runs as that path).
+fn placed(path: &Path) -> std::path::PathBuf {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_looprail"), path).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_looprail"), path).unwrap();
+    }
+    path.to_owned()
+}
+
+#[test]
+fn installing_through_npx_never_records_npx_s_cache() {
+    // Not under the system's temporary directory: only npx's cache marks the copy throw-away.
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let npx = placed(&home.path().join(".npm/_npx/3c2e8a/node_modules/.bin/looprail"));
+    let installed = placed(&home.path().join(".local/bin/looprail"));
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let settings = project.join(".claude/settings.json");
+    let install = |path: &str| {
+        Command::new(&npx)
+            .args(["hook", "install", "claude-code", "--project"])
+            .arg(&project)
+            .env("HOME", home.path())
+            .env("PATH", path)
+            .output()
+            .unwrap()
+    };
+
+    // No installed looprail on PATH: refused, with the fix, and nothing written.
+    let refused = install("/usr/bin:/bin");
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(said.lines().count(), 1, "one line: {said}");
+    assert!(said.contains("temporary place") && said.contains("npm install -g looprail"), "{said}");
+    assert!(!settings.exists(), "nothing written");
+
+    // With one: its path is the command, never the cache's.
+    let path = format!("{}:/usr/bin:/bin", installed.parent().unwrap().display());
+    let out = install(&path);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let command =
+        read(&settings)["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap().to_owned();
+    assert!(command.starts_with(&format!("'{}'", installed.display())), "{command}");
+    assert!(!command.contains("_npx"), "{command}");
+}

@@ -40,6 +40,7 @@
 pub mod agents;
 pub mod event;
 pub mod install;
+pub mod program;
 pub mod respond;
 pub mod session;
 pub mod store;
