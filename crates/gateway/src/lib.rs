@@ -45,8 +45,9 @@ mod declared;
 mod finish;
 mod first_message;
 mod group_commit;
+mod hooks_route;
 mod http1_pool;
-pub mod http_client;
+mod http_client;
 pub mod identity;
 mod listen;
 mod newest_kept;
@@ -191,6 +192,8 @@ pub struct Gateway {
     write_behind: write_behind::WriteBehind,
     /// The writer grouping those saves into one transaction (SQLite, saving after the answer).
     group_commit: Option<group_commit::GroupCommit>,
+    /// The coding CLIs' hooks served over HTTP (`POST /v1/hooks/{agent}`).
+    hook: looprail_hook::session::Hook,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -213,8 +216,10 @@ impl Gateway {
             .map(recorder::Recorder::start)
             .transpose()
             .map_err(|e| GatewayError::Record(e.to_string()))?;
+        let hook = looprail_hook::session::Hook::new(config.loop_config.clone(), config.guardrails.clone());
         Ok(Arc::new(Self {
             gate: Gate::new(config.loop_config, config.guardrails),
+            hook,
             upstream: config.upstream,
             require_key: config.require_key,
             pass_client_key: config.pass_client_key,

@@ -34,7 +34,8 @@ static ERROR_PATTERNS: std::sync::LazyLock<ErrorClassifier> =
 
 /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses`,
 /// `GET /v1/models` (and
-/// `/v1/models/{model}`), `POST /v1/messages/count_tokens`, `GET /healthz`.
+/// `/v1/models/{model}`), `POST /v1/messages/count_tokens`, `POST /v1/hooks/{agent}` (the
+/// coding CLIs' hooks), `GET /healthz`.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let limit = gateway.body_limit;
     Router::new()
@@ -45,6 +46,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/models/{model}", get(passthrough::model))
         .route("/v1/messages/count_tokens", post(passthrough::count_tokens))
         .route("/v1/embeddings", post(passthrough::embeddings))
+        .route("/v1/hooks/{agent}", post(crate::hooks_route::hooks))
         .route("/healthz", get(|| async { "ok" }))
         .fallback(passthrough::not_served)
         .layer(DefaultBodyLimit::max(limit))
