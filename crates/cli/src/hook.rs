@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use looprail::LooprailConfig;
 use looprail::core::profile::Profile;
 use looprail_hook::agents::Agent;
-use looprail_hook::install::{Change, Scope, apply, settings_path};
+use looprail_hook::install::{Change, Scope, Target, apply, settings_path};
 use looprail_hook::respond::respond;
 use looprail_hook::session::Hook;
 
@@ -63,8 +63,16 @@ struct Installing {
     #[arg(long)]
     store: Option<PathBuf>,
     /// A config file the hooks use (written into the hook command).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "http")]
     config: Option<PathBuf>,
+    /// Send the events to a looprail gateway's hook endpoint at this base URL
+    /// (`http://127.0.0.1:8787`) instead of running a command per event (Claude Code).
+    #[arg(long, value_name = "URL", conflicts_with = "store")]
+    http: Option<String>,
+    /// With --http: the environment variable holding the gateway's client key, sent as a
+    /// bearer token.
+    #[arg(long, value_name = "VAR", requires = "http")]
+    key_env: Option<String>,
 }
 
 fn parse_agent(name: &str) -> Result<Agent, String> {
@@ -135,12 +143,16 @@ fn install(args: Installing) -> Result<(), String> {
         let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or("no HOME for --user")?;
         Scope::User(PathBuf::from(home))
     } else {
-        let dir = match args.project {
-            Some(dir) => dir,
+        let dir = match &args.project {
+            Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
         };
         Scope::Project(dir)
     };
+    if let Some(gateway) = &args.http {
+        let target = Target::http(gateway, args.key_env.clone()).map_err(|e| e.to_string())?;
+        return write_settings(&args, &scope, &target);
+    }
     let running = std::env::current_exe().map_err(|e| format!("where this looprail is: {e}"))?;
     // Never a throw-away copy (npx's cache, uvx's): the installed looprail on PATH, or a refusal
     // (removing needs no program that lasts).
@@ -163,8 +175,12 @@ fn install(args: Installing) -> Result<(), String> {
             command.push_str(&format!(" {flag} {}", quoted(&absolute)));
         }
     }
-    let path = settings_path(args.agent, &scope);
-    let change = apply(&path, args.agent, &command, args.uninstall).map_err(|e| e.to_string())?;
+    write_settings(&args, &scope, &Target::Command(command))
+}
+
+fn write_settings(args: &Installing, scope: &Scope, target: &Target) -> Result<(), String> {
+    let path = settings_path(args.agent, scope);
+    let change = apply(&path, args.agent, target, args.uninstall).map_err(|e| e.to_string())?;
     let what = match change {
         Change::Installed => "looprail's hooks installed in",
         Change::Removed => "looprail's hooks removed from",

@@ -2,7 +2,9 @@
 //! the hooks into a project's settings, and `claude -p` (the pinned npm release) runs against a
 //! local fake Anthropic API. A model that repeats one Bash call is nudged through the hook, then
 //! denied, then stopped, and the CLI exits cleanly; a healthy session of 100 distinct calls is
-//! never touched. The hook's own store is a SQLite file in the test's directory.
+//! never touched. The hook's own store is a SQLite file in the test's directory. The same
+//! loop through Claude Code's HTTP hooks and a gateway's hook endpoint (`install --http`), with
+//! the gateway's client key read from the environment, ends the same way.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -50,11 +52,20 @@ async fn model(next: impl Fn(usize) -> Option<String> + Send + Sync + 'static) -
 /// Installs the hooks in `work` with the store `store`, then runs `claude -p` there against
 /// `model`; returns its exit code and stdout.
 async fn claude(clients: &Path, work: &Path, store: &Path, model: &FakeServer) -> (Option<i32>, String) {
+    claude_with(clients, work, &["--store".as_ref(), store.as_os_str()], model).await
+}
+
+/// [`claude`] with `install` as the install's own arguments.
+async fn claude_with(
+    clients: &Path,
+    work: &Path,
+    install: &[&std::ffi::OsStr],
+    model: &FakeServer,
+) -> (Option<i32>, String) {
     let install = Command::new(env!("CARGO_BIN_EXE_looprail"))
         .args(["hook", "install", "claude-code", "--project"])
         .arg(work)
-        .arg("--store")
-        .arg(store)
+        .args(install)
         .output()
         .unwrap();
     assert!(install.status.success(), "{}", String::from_utf8_lossy(&install.stderr));
@@ -77,6 +88,7 @@ async fn claude(clients: &Path, work: &Path, store: &Path, model: &FakeServer) -
         .env("CLAUDE_CONFIG_DIR", home.path())
         .env("ANTHROPIC_BASE_URL", &model.url)
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("LOOPRAIL_GATEWAY_KEY", "sk-gateway-test")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .current_dir(work)
@@ -118,6 +130,39 @@ async fn a_model_repeating_one_call_is_nudged_denied_and_stopped_through_the_hoo
     );
     // Denied, then the permission prompt (which `-p` answers no by itself), then stopped.
     assert!(result["permission_denials"].as_array().is_some_and(|d| d.len() >= 2), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_loop_is_stopped_through_http_hooks_and_a_gateway() {
+    let Some(clients) = node::clients() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("project");
+    std::fs::create_dir_all(&work).unwrap();
+    // The gateway, needing its client key, keeps the sessions in its own store.
+    let settings =
+        looprail_gateway::GatewayConfig { require_key: Some("sk-gateway-test".into()), ..Default::default() };
+    let store = looprail_journal::SqliteStore::open(&dir.path().join("gateway.db")).await.unwrap();
+    let gateway = looprail_gateway::Gateway::new(settings, store.into()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(looprail_gateway::serve(listener, gateway, std::future::pending()));
+    let model = model(|n| (n < 40).then(|| "echo 'make: *** No rule to make target'".to_owned())).await;
+    let install: [&std::ffi::OsStr; 4] =
+        ["--http".as_ref(), url.as_ref(), "--key-env".as_ref(), "LOOPRAIL_GATEWAY_KEY".as_ref()];
+    let (code, stdout) = claude_with(&clients, &work, &install, &model).await;
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join(".claude/settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["hooks"]["PreToolUse"][0]["hooks"][0]["type"], "http");
+    let requests = main_loop(&model.requests());
+    let nudged = requests.iter().position(|r| r.contains("keep producing the same kind of result"));
+    let denied = requests.iter().position(|r| r.contains("[looprail] Denied: this exact `Bash` call"));
+    assert!(nudged.is_some(), "the model was nudged: {} requests; {stdout}", requests.len());
+    assert!(denied.is_some() && denied > nudged, "then a repeat was denied");
+    let last = requests.last().map_or(0, |r| tool_results(&serde_json::from_str(r).unwrap()));
+    assert!(last <= 8, "the loop was stopped long before the model's 40 calls: {last} calls");
+    assert_eq!(code, Some(0), "the CLI exits cleanly: {stdout}");
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(result["terminal_reason"].as_str(), Some("hook_stopped"), "{result}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

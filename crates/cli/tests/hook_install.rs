@@ -170,3 +170,42 @@ fn installing_through_npx_never_records_npx_s_cache() {
     assert!(command.starts_with(&format!("'{}'", installed.display())), "{command}");
     assert!(!command.contains("_npx"), "{command}");
 }
+
+#[test]
+fn http_hooks_point_claude_code_at_a_gateway_and_gemini_cli_is_refused_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().display().to_string();
+    let http = ["hook", "install", "claude-code", "--project", &project, "--http", "http://127.0.0.1:8787/"];
+    let out = looprail(&[&http[..], &["--key-env", "LOOPRAIL_GATEWAY_KEY"]].concat(), dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let settings = read(&dir.path().join(".claude/settings.json"));
+    let entry = &settings["hooks"]["PostToolUse"][0]["hooks"][0];
+    assert_eq!(entry["type"], "http");
+    assert_eq!(entry["url"], "http://127.0.0.1:8787/v1/hooks/claude-code");
+    assert_eq!(entry["headers"]["Authorization"], "Bearer $LOOPRAIL_GATEWAY_KEY");
+    assert_eq!(entry["allowedEnvVars"], json!(["LOOPRAIL_GATEWAY_KEY"]));
+    // Installing the command hook replaces the HTTP one (and back); uninstall removes either.
+    let command = looprail(&["hook", "install", "claude-code", "--project", &project], dir.path());
+    assert!(command.status.success());
+    let settings = read(&dir.path().join(".claude/settings.json"));
+    assert_eq!(settings["hooks"]["PostToolUse"].as_array().unwrap().len(), 1, "{settings}");
+    assert_eq!(settings["hooks"]["PostToolUse"][0]["hooks"][0]["type"], "command");
+    looprail(&http, dir.path());
+    let removed =
+        looprail(&["hook", "install", "claude-code", "--project", &project, "--uninstall"], dir.path());
+    assert!(removed.status.success());
+    assert_eq!(read(&dir.path().join(".claude/settings.json")), json!({}));
+
+    let gemini = looprail(
+        &["hook", "install", "gemini-cli", "--project", &project, "--http", "http://127.0.0.1:8787"],
+        dir.path(),
+    );
+    assert!(!gemini.status.success());
+    let said = String::from_utf8_lossy(&gemini.stderr);
+    assert!(said.contains("command hooks only") && said.lines().count() == 1, "{said}");
+    let bad = looprail(
+        &["hook", "install", "claude-code", "--project", &project, "--http", "127.0.0.1:8787"],
+        dir.path(),
+    );
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not a gateway URL"));
+}

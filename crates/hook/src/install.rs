@@ -51,9 +51,55 @@ fn events(agent: Agent) -> &'static [(&'static str, bool)] {
     }
 }
 
+/// What the agent's hook entries run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A command line (`'/usr/bin/looprail' hook claude-code`).
+    Command(String),
+    /// A looprail gateway's hook endpoint, by the gateway's base URL (`http://127.0.0.1:8787`);
+    /// `key_env`, when the gateway needs a client key: the environment variable the agent reads
+    /// it from.
+    Http {
+        /// The gateway's base URL.
+        gateway: String,
+        /// The variable holding the gateway's client key.
+        key_env: Option<String>,
+    },
+}
+
+impl Target {
+    /// The hook endpoint's URL for `agent`.
+    pub fn url(gateway: &str, agent: Agent) -> String {
+        format!("{}/v1/hooks/{}", gateway.trim_end_matches('/'), agent.name())
+    }
+
+    /// A gateway target, its URL checked: `http://` or `https://` and nothing a shell or JSON
+    /// would read twice (no whitespace or quotes).
+    pub fn http(gateway: &str, key_env: Option<String>) -> Result<Self, HookError> {
+        let scheme = gateway.starts_with("http://") || gateway.starts_with("https://");
+        let plain = !gateway.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '\''));
+        if !scheme || !plain {
+            return Err(HookError::Settings(format!(
+                "`{gateway}` is not a gateway URL (http://host:port or https://…)"
+            )));
+        }
+        if let Some(name) = &key_env
+            && (name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(HookError::Settings(format!("`{name}` is not an environment variable's name")));
+        }
+        Ok(Target::Http { gateway: gateway.to_owned(), key_env })
+    }
+}
+
 /// True for a hook entry looprail installed for `agent`: `looprail hook <agent>` or
-/// `looprail-hook <agent>`, however the program's path is written.
+/// `looprail-hook <agent>`, however the program's path is written, or a URL of a gateway's
+/// hook endpoint for `agent`.
 fn is_ours(hook: &Value, agent: Agent) -> bool {
+    if let Some(url) = hook.get("url").and_then(Value::as_str) {
+        return hook.get("type").and_then(Value::as_str) == Some("http")
+            && url.trim_end_matches('/').ends_with(&format!("/v1/hooks/{}", agent.name()));
+    }
     let Some(command) = hook.get("command").and_then(Value::as_str) else { return false };
     let words: Vec<&str> =
         command.split_whitespace().map(|w| w.trim_matches(|c| c == '\'' || c == '"')).collect();
@@ -70,14 +116,20 @@ fn is_ours(hook: &Value, agent: Agent) -> bool {
 ///
 /// ```
 /// use looprail_hook::agents::Agent;
-/// use looprail_hook::install::{install, uninstall};
+/// use looprail_hook::install::{Target, install, uninstall};
 /// use serde_json::json;
 ///
 /// let mine = json!({"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash",
 ///     "hooks": [{"type": "command", "command": "./check.sh"}]}]}});
-/// let with = install(&mine, Agent::ClaudeCode, "'/usr/bin/looprail' hook claude-code")?;
-/// assert_eq!(install(&with, Agent::ClaudeCode, "'/usr/bin/looprail' hook claude-code")?, with);
+/// let command = Target::Command("'/usr/bin/looprail' hook claude-code".into());
+/// let with = install(&mine, Agent::ClaudeCode, &command)?;
+/// assert_eq!(install(&with, Agent::ClaudeCode, &command)?, with);
 /// assert_eq!(uninstall(&with, Agent::ClaudeCode)?, mine);
+/// // The same through a gateway: the entries are replaced, not added.
+/// let gateway = Target::http("http://127.0.0.1:8787", None)?;
+/// let http = install(&with, Agent::ClaudeCode, &gateway)?;
+/// assert_eq!(http["hooks"]["PreToolUse"][1]["hooks"][0]["url"], "http://127.0.0.1:8787/v1/hooks/claude-code");
+/// assert_eq!(uninstall(&http, Agent::ClaudeCode)?, mine);
 /// # Ok::<(), looprail_hook::HookError>(())
 /// ```
 pub fn uninstall(settings: &Value, agent: Agent) -> Result<Value, HookError> {
@@ -107,19 +159,34 @@ pub fn uninstall(settings: &Value, agent: Agent) -> Result<Value, HookError> {
     Ok(settings)
 }
 
-/// `settings` with looprail's entries for `agent` running `command` (any earlier ones
-/// replaced).
-pub fn install(settings: &Value, agent: Agent, command: &str) -> Result<Value, HookError> {
+/// `settings` with looprail's entries for `agent` running `target` (any earlier ones
+/// replaced). Gemini CLI runs command hooks only: a gateway target is refused for it.
+pub fn install(settings: &Value, agent: Agent, target: &Target) -> Result<Value, HookError> {
     let mut settings = uninstall(settings, agent)?;
     let root = settings.as_object_mut().ok_or_else(|| HookError::Settings("not a JSON object".into()))?;
     let hooks = root.entry("hooks").or_insert_with(|| Value::Object(Map::new()));
     let hooks =
         hooks.as_object_mut().ok_or_else(|| HookError::Settings("`hooks` is not an object".into()))?;
     for (event, matcher) in events(agent) {
-        let entry = match agent {
-            Agent::ClaudeCode => json!({"type": "command", "command": command, "timeout": 10}),
-            Agent::GeminiCli => {
+        let entry = match (agent, target) {
+            (Agent::ClaudeCode, Target::Command(command)) => {
+                json!({"type": "command", "command": command, "timeout": 10})
+            }
+            (Agent::ClaudeCode, Target::Http { gateway, key_env }) => {
+                let mut entry = json!({"type": "http", "url": Target::url(gateway, agent), "timeout": 10});
+                if let Some(name) = key_env {
+                    entry["headers"] = json!({"Authorization": format!("Bearer ${name}")});
+                    entry["allowedEnvVars"] = json!([name]);
+                }
+                entry
+            }
+            (Agent::GeminiCli, Target::Command(command)) => {
                 json!({"name": "looprail", "type": "command", "command": command, "timeout": 10_000})
+            }
+            (Agent::GeminiCli, Target::Http { .. }) => {
+                return Err(HookError::Settings(
+                    "Gemini CLI runs command hooks only: install without --http".into(),
+                ));
             }
         };
         let mut group = json!({"hooks": [entry]});
@@ -156,7 +223,7 @@ pub enum Change {
 /// Installs (or, with `remove`, uninstalls) looprail's hooks in the settings file at `path`: a
 /// missing file is created; one that is not JSON is refused and left as it is. The file is
 /// replaced in one rename, never half written.
-pub fn apply(path: &Path, agent: Agent, command: &str, remove: bool) -> Result<Change, HookError> {
+pub fn apply(path: &Path, agent: Agent, target: &Target, remove: bool) -> Result<Change, HookError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -169,7 +236,7 @@ pub fn apply(path: &Path, agent: Agent, command: &str, remove: bool) -> Result<C
             HookError::Settings(format!("{} is not JSON ({e}); left as it is", path.display()))
         })?
     };
-    let next = if remove { uninstall(&current, agent)? } else { install(&current, agent, command)? };
+    let next = if remove { uninstall(&current, agent)? } else { install(&current, agent, target)? };
     if next == current && !text.is_empty() {
         return Ok(Change::Unchanged);
     }

@@ -4,7 +4,7 @@
 
 use looprail_hook::agents::Agent;
 use looprail_hook::event::{Answer, EventKind, ToolOutput, ToolUse};
-use looprail_hook::install::{install, uninstall};
+use looprail_hook::install::{Target, install, uninstall};
 use looprail_hook::respond::respond;
 use looprail_hook::session::{Hook, SessionState};
 use looprail_loop_core::profile::Profile;
@@ -104,9 +104,17 @@ proptest! {
     /// Installing is idempotent, and uninstalling gives back the user's settings whatever they
     /// hold.
     #[test]
-    fn install_then_uninstall_gives_back_the_users_settings(settings in user_settings(), gemini in any::<bool>()) {
+    fn install_then_uninstall_gives_back_the_users_settings(
+        settings in user_settings(),
+        gemini in any::<bool>(),
+        http in any::<bool>(),
+    ) {
         let agent = if gemini { Agent::GeminiCli } else { Agent::ClaudeCode };
-        let command = format!("'/opt/looprail' hook {}", agent.name());
+        // Gemini CLI runs command hooks only; Claude Code either kind.
+        let command = match http && !gemini {
+            true => Target::http("http://127.0.0.1:8787", Some("LOOPRAIL_GATEWAY_KEY".into())).unwrap(),
+            false => Target::Command(format!("'/opt/looprail' hook {}", agent.name())),
+        };
         let once = install(&settings, agent, &command).unwrap();
         prop_assert_eq!(&install(&once, agent, &command).unwrap(), &once);
         let mut back = uninstall(&once, agent).unwrap();
