@@ -30,6 +30,8 @@ enum HookCommand {
     ClaudeCode(Answering),
     /// Answer one Gemini CLI hook event (stdin) in Gemini CLI's format (stdout).
     GeminiCli(Answering),
+    /// Answer one Qwen Code hook event (stdin) in Qwen Code's format (stdout).
+    QwenCode(Answering),
     /// Add looprail's hooks to the agent's settings (or remove them with --uninstall).
     Install(Installing),
 }
@@ -47,7 +49,7 @@ struct Answering {
 
 #[derive(clap::Args)]
 struct Installing {
-    /// The agent: claude-code or gemini-cli.
+    /// The agent: claude-code, gemini-cli or qwen-code.
     #[arg(value_parser = parse_agent)]
     agent: Agent,
     /// The user's settings (`~/.claude`, `~/.gemini`) instead of the project's.
@@ -76,7 +78,7 @@ struct Installing {
 }
 
 fn parse_agent(name: &str) -> Result<Agent, String> {
-    Agent::from_name(name).ok_or_else(|| format!("unknown agent `{name}` (claude-code or gemini-cli)"))
+    Agent::from_name(name).ok_or_else(|| format!("unknown agent `{name}` ({})", Agent::names()))
 }
 
 /// `looprail hook ...`.
@@ -84,6 +86,7 @@ pub fn hook(args: HookArgs) -> ExitCode {
     match args.command {
         HookCommand::ClaudeCode(answering) => answer(Agent::ClaudeCode, answering),
         HookCommand::GeminiCli(answering) => answer(Agent::GeminiCli, answering),
+        HookCommand::QwenCode(answering) => answer(Agent::QwenCode, answering),
         HookCommand::Install(installing) => match install(installing) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {

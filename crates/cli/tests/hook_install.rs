@@ -182,7 +182,7 @@ fn http_hooks_point_claude_code_at_a_gateway_and_gemini_cli_is_refused_them() {
     let entry = &settings["hooks"]["PostToolUse"][0]["hooks"][0];
     assert_eq!(entry["type"], "http");
     assert_eq!(entry["url"], "http://127.0.0.1:8787/v1/hooks/claude-code");
-    assert_eq!(entry["headers"]["Authorization"], "Bearer $LOOPRAIL_GATEWAY_KEY");
+    assert_eq!(entry["headers"]["Authorization"], "Bearer ${LOOPRAIL_GATEWAY_KEY}");
     assert_eq!(entry["allowedEnvVars"], json!(["LOOPRAIL_GATEWAY_KEY"]));
     // Installing the command hook replaces the HTTP one (and back); uninstall removes either.
     let command = looprail(&["hook", "install", "claude-code", "--project", &project], dir.path());

@@ -41,7 +41,7 @@ pub(crate) async fn hooks(
         return line(401, "this gateway needs its client key (Authorization: Bearer …)");
     }
     let Some(agent) = Agent::from_name(&agent) else {
-        return line(404, &format!("no hooks for `{agent}` (claude-code or gemini-cli)"));
+        return line(404, &format!("no hooks for `{agent}` ({})", Agent::names()));
     };
     let event = match agent.parse(&body) {
         Ok(event) => event,

@@ -26,6 +26,7 @@ pub fn settings_path(agent: Agent, scope: &Scope) -> PathBuf {
     let folder = match agent {
         Agent::ClaudeCode => ".claude",
         Agent::GeminiCli => ".gemini",
+        Agent::QwenCode => ".qwen",
     };
     base.join(folder).join("settings.json")
 }
@@ -33,7 +34,7 @@ pub fn settings_path(agent: Agent, scope: &Scope) -> PathBuf {
 /// The events looprail hooks, and whether each takes a tool matcher.
 fn events(agent: Agent) -> &'static [(&'static str, bool)] {
     match agent {
-        Agent::ClaudeCode => &[
+        Agent::ClaudeCode | Agent::QwenCode => &[
             ("PreToolUse", true),
             ("PostToolUse", true),
             ("PostToolUseFailure", true),
@@ -172,10 +173,15 @@ pub fn install(settings: &Value, agent: Agent, target: &Target) -> Result<Value,
             (Agent::ClaudeCode, Target::Command(command)) => {
                 json!({"type": "command", "command": command, "timeout": 10})
             }
-            (Agent::ClaudeCode, Target::Http { gateway, key_env }) => {
+            // Qwen Code's command timeouts are in milliseconds, its HTTP ones in seconds.
+            (Agent::QwenCode, Target::Command(command)) => {
+                json!({"type": "command", "command": command, "timeout": 10_000})
+            }
+            (Agent::ClaudeCode | Agent::QwenCode, Target::Http { gateway, key_env }) => {
                 let mut entry = json!({"type": "http", "url": Target::url(gateway, agent), "timeout": 10});
                 if let Some(name) = key_env {
-                    entry["headers"] = json!({"Authorization": format!("Bearer ${name}")});
+                    // `${NAME}`: the form both agents interpolate.
+                    entry["headers"] = json!({"Authorization": format!("Bearer ${{{name}}}")});
                     entry["allowedEnvVars"] = json!([name]);
                 }
                 entry

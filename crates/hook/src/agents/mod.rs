@@ -15,17 +15,29 @@ pub enum Agent {
     ClaudeCode,
     /// Google's Gemini CLI.
     GeminiCli,
+    /// Alibaba's Qwen Code, whose hooks speak Claude Code's events and answers.
+    QwenCode,
 }
 
 impl Agent {
     /// Every agent.
-    pub const ALL: [Agent; 2] = [Agent::ClaudeCode, Agent::GeminiCli];
+    pub const ALL: [Agent; 3] = [Agent::ClaudeCode, Agent::GeminiCli, Agent::QwenCode];
 
-    /// Its name on the command line (`claude-code`, `gemini-cli`).
+    /// Its name on the command line (`claude-code`, `gemini-cli`, `qwen-code`).
     pub fn name(self) -> &'static str {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::GeminiCli => "gemini-cli",
+            Agent::QwenCode => "qwen-code",
+        }
+    }
+
+    /// The names of every agent, for messages (`claude-code, gemini-cli or qwen-code`).
+    pub fn names() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|a| a.name()).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
         }
     }
 
@@ -39,13 +51,16 @@ impl Agent {
         match self {
             Agent::ClaudeCode => claude_code::parse(input),
             Agent::GeminiCli => gemini_cli::parse(input),
+            Agent::QwenCode => claude_code::parse(input),
         }
     }
 
     /// What to print on stdout for `answer` to an event of `kind` (empty: nothing).
     pub fn render(self, kind: &EventKind, answer: &Answer) -> String {
         match self {
-            Agent::ClaudeCode => claude_code::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
+            Agent::ClaudeCode | Agent::QwenCode => {
+                claude_code::render(kind, answer).map(|v| v.to_string()).unwrap_or_default()
+            }
             Agent::GeminiCli => gemini_cli::render(kind, answer).to_string(),
         }
     }

@@ -1,5 +1,5 @@
-//! `looprail-hook claude-code|gemini-cli [--store PATH]`: the hook command alone, answering as
-//! `looprail hook claude-code|gemini-cli` does with the default settings, in a binary that
+//! `looprail-hook claude-code|gemini-cli|qwen-code [--store PATH]`: the hook command alone, answering as
+//! `looprail hook claude-code|gemini-cli|qwen-code` does with the default settings, in a binary that
 //! holds nothing else. It starts in about half the time of the whole `looprail` (a hook runs on
 //! every tool call), so `looprail hook install` uses it when it sits beside `looprail`.
 
@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let first = args.next().unwrap_or_default();
     let Some(agent) = Agent::from_name(&first) else {
-        return fail_open(None, &format!("unknown agent `{first}` (claude-code or gemini-cli)"));
+        return fail_open(None, &format!("unknown agent `{first}` ({})", Agent::names()));
     };
     let mut store: Option<PathBuf> = std::env::var_os("LOOPRAIL_HOOK_STORE").map(PathBuf::from);
     while let Some(arg) = args.next() {
