@@ -34,6 +34,17 @@ enum HookCommand {
     QwenCode(Answering),
     /// Add looprail's hooks to the agent's settings (or remove them with --uninstall).
     Install(Installing),
+    /// For every agent, where looprail's hooks are installed (this project's settings and the
+    /// user's), what they run, and whether a dry event gets an answer; exits 1 when one does
+    /// not.
+    Status(Status),
+}
+
+#[derive(clap::Args)]
+struct Status {
+    /// The project directory whose settings to read (default: the current directory).
+    #[arg(long)]
+    project: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -87,6 +98,14 @@ pub fn hook(args: HookArgs) -> ExitCode {
         HookCommand::ClaudeCode(answering) => answer(Agent::ClaudeCode, answering),
         HookCommand::GeminiCli(answering) => answer(Agent::GeminiCli, answering),
         HookCommand::QwenCode(answering) => answer(Agent::QwenCode, answering),
+        HookCommand::Status(status) => match hook_status(status) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        },
         HookCommand::Install(installing) => match install(installing) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
@@ -192,4 +211,42 @@ fn write_settings(args: &Installing, scope: &Scope, target: &Target) -> Result<(
     };
     eprintln!("{what} {}", path.display());
     Ok(())
+}
+
+/// `looprail hook status`: one line per agent and settings file, then one per hook target with
+/// its dry event's answer. True when every installed hook answered.
+fn hook_status(args: Status) -> Result<bool, String> {
+    use looprail_hook::status::{FileState, installed, probe};
+    let project = match args.project {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+    };
+    let mut scopes = vec![("project", Scope::Project(project.clone()))];
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        scopes.push(("user", Scope::User(PathBuf::from(home))));
+    }
+    let mut healthy = true;
+    for agent in Agent::ALL {
+        for (label, scope) in &scopes {
+            let (path, state) = installed(agent, scope);
+            let place = format!("{:<12} {label:<8} {}", agent.name(), path.display());
+            match state {
+                FileState::NotInstalled => println!("{place}: not installed"),
+                FileState::Unreadable(why) => {
+                    healthy = false;
+                    println!("{place}: unreadable ({why})");
+                }
+                FileState::Installed(targets) => {
+                    println!("{place}: installed");
+                    for target in targets {
+                        let answer = probe(agent, &target, &project);
+                        healthy &= answer.is_ok();
+                        let said = answer.unwrap_or_else(|why| format!("does not answer: {why}"));
+                        println!("    {target}: {said}");
+                    }
+                }
+            }
+        }
+    }
+    Ok(healthy)
 }

@@ -209,3 +209,42 @@ fn http_hooks_point_claude_code_at_a_gateway_and_gemini_cli_is_refused_them() {
     );
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not a gateway URL"));
 }
+
+#[test]
+fn status_lists_each_agents_hooks_and_probes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let project_arg = project.display().to_string();
+    let store = dir.path().join("hooks.db").display().to_string();
+    let status = || {
+        Command::new(env!("CARGO_BIN_EXE_looprail"))
+            .args(["hook", "status", "--project", &project_arg])
+            .env("HOME", dir.path())
+            .output()
+            .unwrap()
+    };
+    let nothing = status();
+    assert!(nothing.status.success());
+    let said = String::from_utf8_lossy(&nothing.stdout).into_owned();
+    assert_eq!(said.matches("not installed").count(), 6, "three agents, two files each: {said}");
+
+    let install = ["hook", "install", "claude-code", "--project", &project_arg, "--store", &store];
+    assert!(looprail(&install, dir.path()).status.success());
+    let ok = status();
+    let said = String::from_utf8_lossy(&ok.stdout).into_owned();
+    assert!(ok.status.success(), "{said}");
+    assert!(said.contains(".claude/settings.json: installed"), "{said}");
+    assert!(said.contains("claude-code --store") && said.contains(": answers"), "{said}");
+
+    // A gateway that is not there: listed, probed, and the status says so.
+    let http = ["hook", "install", "qwen-code", "--project", &project_arg, "--http", "http://127.0.0.1:9"];
+    assert!(looprail(&http, dir.path()).status.success());
+    let broken = status();
+    let said = String::from_utf8_lossy(&broken.stdout).into_owned();
+    assert!(!broken.status.success(), "{said}");
+    assert!(
+        said.contains("http http://127.0.0.1:9/v1/hooks/qwen-code: does not answer: cannot reach"),
+        "{said}"
+    );
+}

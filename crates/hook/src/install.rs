@@ -96,7 +96,7 @@ impl Target {
 /// True for a hook entry looprail installed for `agent`: `looprail hook <agent>` or
 /// `looprail-hook <agent>`, however the program's path is written, or a URL of a gateway's
 /// hook endpoint for `agent`.
-fn is_ours(hook: &Value, agent: Agent) -> bool {
+pub(crate) fn is_ours(hook: &Value, agent: Agent) -> bool {
     if let Some(url) = hook.get("url").and_then(Value::as_str) {
         return hook.get("type").and_then(Value::as_str) == Some("http")
             && url.trim_end_matches('/').ends_with(&format!("/v1/hooks/{}", agent.name()));

@@ -43,6 +43,7 @@ pub mod install;
 pub mod program;
 pub mod respond;
 pub mod session;
+pub mod status;
 pub mod store;
 
 /// What can go wrong on looprail's side of a hook.
