@@ -52,7 +52,7 @@ pub(crate) async fn hooks(
         let text = if text.is_empty() { "{}".to_owned() } else { text };
         reply(200, "application/json", Body::from(text), None)
     };
-    if matches!(event.kind, EventKind::Other(_) | EventKind::Stop) {
+    if matches!(event.kind, EventKind::Other(_)) {
         return answer(&Answer::Allow);
     }
     if event.session.is_empty()

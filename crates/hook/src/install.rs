@@ -41,6 +41,7 @@ fn events(agent: Agent) -> &'static [(&'static str, bool)] {
             ("UserPromptSubmit", false),
             ("SessionStart", false),
             ("SessionEnd", false),
+            ("Stop", false),
         ],
         Agent::GeminiCli => &[
             ("BeforeTool", false),

@@ -45,6 +45,7 @@ pub mod respond;
 pub mod session;
 pub mod status;
 pub mod store;
+mod todos;
 
 /// What can go wrong on looprail's side of a hook.
 #[derive(Debug, thiserror::Error)]

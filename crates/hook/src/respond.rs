@@ -48,7 +48,7 @@ fn decide(
     now_ms: i64,
 ) -> Result<(EventKind, Answer, Option<String>), crate::HookError> {
     let event = agent.parse(input)?;
-    if let EventKind::Other(_) | EventKind::Stop = event.kind {
+    if let EventKind::Other(_) = event.kind {
         // Nothing to keep: the store is not even opened.
         return Ok((event.kind, Answer::Allow, None));
     }

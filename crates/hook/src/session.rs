@@ -66,6 +66,12 @@ pub struct SessionState {
     /// user's next prompt.
     #[serde(default)]
     pub stopped: Option<String>,
+    /// The open items of the agent's todo list, as its todo tool last wrote it.
+    #[serde(default)]
+    pub todos: Vec<String>,
+    /// Times this stretch the agent was asked to go on with open items.
+    #[serde(default)]
+    pub todo_nudges: u32,
 }
 
 /// The guard stack and the settings it runs with.
@@ -108,9 +114,8 @@ impl Hook {
             }
             EventKind::BeforeTool(call) => self.before(state, call),
             EventKind::AfterTool(call, output) => self.after(state, call, output, now_ms),
-            EventKind::SessionStart | EventKind::Stop | EventKind::SessionEnd | EventKind::Other(_) => {
-                Answer::Allow
-            }
+            EventKind::Stop => self.at_stop(state),
+            EventKind::SessionStart | EventKind::SessionEnd | EventKind::Other(_) => Answer::Allow,
         }
     }
 
@@ -130,6 +135,18 @@ impl Hook {
         state.ask = None;
         state.asked = false;
         state.stopped = None;
+        state.todo_nudges = 0;
+    }
+
+    /// The agent ends its turn: with open todo items, it is asked to go on (F14), at most
+    /// `todo_nudge_cap` times per stretch; never after the stretch was stopped.
+    fn at_stop(&self, state: &mut SessionState) -> Answer {
+        let cap = self.config.guardrails.todo_nudge_cap;
+        if state.todos.is_empty() || state.todo_nudges >= cap || state.stopped.is_some() {
+            return Answer::Allow;
+        }
+        state.todo_nudges += 1;
+        Answer::Tell(crate::todos::nudge(&state.todos))
     }
 
     fn before(&self, state: &mut SessionState, call: &ToolUse) -> Answer {
@@ -167,6 +184,11 @@ impl Hook {
     fn after(&self, state: &mut SessionState, call: &ToolUse, output: &ToolOutput, now_ms: i64) -> Answer {
         if let Some(reason) = &state.stopped {
             return Answer::Stop(reason.clone());
+        }
+        if !output.failed
+            && let Some(open) = crate::todos::open_items(call)
+        {
+            state.todos = open;
         }
         let said = self.feed(state, call, output, now_ms);
         if let Some(reason) = said.stop {

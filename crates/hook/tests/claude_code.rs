@@ -275,3 +275,33 @@ fn rusqlite_count(store: &Path) -> u64 {
     let mut sessions = looprail_hook::store::SessionStore::open(store).unwrap();
     sessions.with_session("claude-code", "shared", 0, |state| u64::from(state.counters.tool_calls)).unwrap()
 }
+
+#[test]
+fn ending_a_turn_with_open_todo_items_is_sent_back_at_most_three_times_a_stretch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("hooks.db");
+    let stop = || json!({"session_id": "t", "hook_event_name": "Stop", "stop_hook_active": false, "cwd": "/w", "transcript_path": "/t.jsonl"});
+    let todo_write = |statuses: [&str; 2]| {
+        let mut event = post("t", "", "Todos have been modified successfully.");
+        event["tool_name"] = json!("TodoWrite");
+        event["tool_input"] = json!({"todos": [
+            {"content": "write the test", "status": statuses[0], "activeForm": "Writing the test"},
+            {"content": "fix the parser", "status": statuses[1], "activeForm": "Fixing the parser"}]});
+        event
+    };
+    send(&store, &json!({"session_id": "t", "hook_event_name": "UserPromptSubmit", "prompt": "fix it"}));
+    assert_eq!(send(&store, &stop()).stdout, "", "no list, nothing to say");
+    send(&store, &todo_write(["completed", "in_progress"]));
+    for _ in 0..3 {
+        let answer: Value = serde_json::from_str(&send(&store, &stop()).stdout).unwrap();
+        assert_eq!(answer["decision"], "block");
+        let reason = answer["reason"].as_str().unwrap();
+        assert!(reason.contains("1 open item(s)") && reason.contains("- fix the parser"), "{reason}");
+    }
+    assert_eq!(send(&store, &stop()).stdout, "", "the fourth time the turn ends");
+    // A new prompt is a new stretch; a list with nothing open says nothing.
+    send(&store, &json!({"session_id": "t", "hook_event_name": "UserPromptSubmit", "prompt": "go on"}));
+    assert!(send(&store, &stop()).stdout.contains("block"));
+    send(&store, &todo_write(["completed", "completed"]));
+    assert_eq!(send(&store, &stop()).stdout, "");
+}

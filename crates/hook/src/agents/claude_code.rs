@@ -9,7 +9,9 @@
 //! the model with `permissionDecisionReason`; `ask`, the user's permission prompt showing the
 //! reason); a `PostToolUse` remark is `decision: "block"` with a `reason` the model reads (the
 //! tool already ran) and the same text as `hookSpecificOutput.additionalContext`; a stop is
-//! `continue: false` with a `stopReason` shown to the user. Nothing to say is no output at all.
+//! `continue: false` with a `stopReason` shown to the user; at `Stop` (the end of a turn), going
+//! on is `decision: "block"` with the `reason` the model reads next. Nothing to say is no output
+//! at all.
 
 use serde_json::{Value, json};
 
@@ -49,7 +51,8 @@ pub fn parse(input: &[u8]) -> Result<HookEvent, HookError> {
             let error = event.get("error").unwrap_or(&Value::Null);
             EventKind::AfterTool(call()?, ToolOutput { text: text_of(error), failed: true })
         }
-        "Stop" | "SubagentStop" => EventKind::Stop,
+        // A subagent's end is not the agent's: its todo list is the main loop's business.
+        "Stop" => EventKind::Stop,
         "SessionEnd" => EventKind::SessionEnd,
         other => EventKind::Other(other.to_owned()),
     };
@@ -64,6 +67,8 @@ pub fn render(kind: &EventKind, answer: &Answer) -> Option<Value> {
         Answer::Allow => None,
         Answer::Tell(text) if before => Some(json!({"hookSpecificOutput": {
             "hookEventName": "PreToolUse", "additionalContext": text}})),
+        // At the end of a turn: it is not over; the reason is what the model reads next.
+        Answer::Tell(text) if *kind == EventKind::Stop => Some(json!({"decision": "block", "reason": text})),
         Answer::Tell(text) => Some(json!({"decision": "block", "reason": text,
             "hookSpecificOutput": {"hookEventName": event_name(kind), "additionalContext": text}})),
         Answer::Deny(reason) => Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",

@@ -48,7 +48,8 @@ pub fn parse(input: &[u8]) -> Result<HookEvent, HookError> {
             };
             EventKind::AfterTool(call()?, ToolOutput { text, failed: error.is_some() })
         }
-        "AfterAgent" => EventKind::Stop,
+        // Gemini CLI's end of a turn: no todo nudge through it yet.
+        "AfterAgent" => EventKind::Other("AfterAgent".to_owned()),
         "SessionEnd" => EventKind::SessionEnd,
         other => EventKind::Other(other.to_owned()),
     };
