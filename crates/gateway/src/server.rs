@@ -330,15 +330,9 @@ impl Gateway {
             (Ok(response), _) => response,
             (Err(answer), Some(text)) => {
                 tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, status = answer.status, "gateway: the final answer could not be fetched; the deterministic one is given");
-                let answer = crate::wire::final_text::text_reply(api, &model, text);
-                let message = api.reply_message(&answer);
-                return timing.stamp(self.answer(done, answer, None, message, stream, include_usage).await);
+                return timing.stamp(self.deterministic(done, &model, text, stream, include_usage).await);
             }
-            (Err(answer), None) => {
-                let id = done.state.id.clone();
-                self.save(crate::save::Save::state_only(done)).await;
-                return timing.stamp(json(answer.status, &answer.body, Some(&id)));
-            }
+            (Err(answer), None) => return timing.stamp(self.failed(done, answer.status, &answer.body).await),
         };
         let is_stream = response
             .headers()
@@ -357,15 +351,9 @@ impl Gateway {
             // answer; any other request gets a 502, never a 200 carrying an error.
             (Err(_), Some(text)) => {
                 tracing::warn!(name: "agent.fallback.deterministic", target: "looprail", conversation = %done.state.id, "gateway: the final answer's body was not JSON; the deterministic one is given");
-                let answer = crate::wire::final_text::text_reply(api, &model, text);
-                let message = api.reply_message(&answer);
-                return timing.stamp(self.answer(done, answer, None, message, stream, include_usage).await);
+                return timing.stamp(self.deterministic(done, &model, text, stream, include_usage).await);
             }
-            (Err(error), None) => {
-                let id = done.state.id.clone();
-                self.save(crate::save::Save::state_only(done)).await;
-                return timing.stamp(json(502, &error, Some(&id)));
-            }
+            (Err(error), None) => return timing.stamp(self.failed(done, 502, &error).await),
         };
         // The reply as a looprail message, read once (again only when the answer changes).
         let mut message = api.reply_message(&answer);
@@ -401,6 +389,29 @@ impl Gateway {
             }
         }
         timing.stamp(self.answer(done, answer, raw, message, stream, include_usage).await)
+    }
+
+    /// The deterministic final answer `text` (F11) of a concluded conversation, in place of one
+    /// the upstream could not give.
+    async fn deterministic(
+        self: &Arc<Self>,
+        done: Done,
+        model: &str,
+        text: &str,
+        stream: bool,
+        include_usage: bool,
+    ) -> Response<Body> {
+        let api = done.api;
+        let answer = crate::wire::final_text::text_reply(api, model, text);
+        let message = api.reply_message(&answer);
+        self.answer(done, answer, None, message, stream, include_usage).await
+    }
+
+    /// Saves the conversation's state alone and gives the client the failure `body`.
+    async fn failed(self: &Arc<Self>, done: Done, status: u16, body: &Value) -> Response<Body> {
+        let id = done.state.id.clone();
+        self.save(crate::save::Save::state_only(done)).await;
+        json(status, body, Some(&id))
     }
 
     /// Counts and stores a complete answer (`message`: its reply as a looprail message), then

@@ -146,9 +146,10 @@ async fn a_replica_stopped_mid_conversation_loses_nothing() {
     assert_eq!(steps, reference, "the ladder went on from where it was, as on one gateway");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fifty_concurrent_requests_with_different_histories_of_one_conversation_all_count() {
-    let Some(server) = looprail_testkit_postgres::server_or_skip("the gateway replica test") else { return };
+/// Fifty concurrent requests of conversation `run` over two replicas on one PostgreSQL, the
+/// `n`th with `body(n)`; the conversation's state once all are answered.
+async fn fifty_concurrent(run: &'static str, body: impl Fn(usize) -> Value) -> Option<Value> {
+    let server = looprail_testkit_postgres::server_or_skip("the gateway replica test")?;
     let upstream = FakeServer::responding(looping_upstream()).await;
     let url = server.fresh_database().await;
     let store: looprail_journal::SharedStore = PostgresStore::connect(&url).await.unwrap().into();
@@ -159,17 +160,12 @@ async fn fifty_concurrent_requests_with_different_histories_of_one_conversation_
     let client = reqwest::Client::new();
     let mut requests = Vec::new();
     for n in 0..50 {
-        // Each a branch of its own: the same start, then a question only this request asks.
-        let body = json!({"model": "m", "messages": [
-            {"role": "user", "content": "Find it"},
-            {"role": "assistant", "content": "Where should I look?"},
-            {"role": "user", "content": format!("In folder {n}.")}]});
-        let (client, url) = (client.clone(), urls[n % 2].clone());
+        let (client, body, url) = (client.clone(), body(n), urls[n % 2].clone());
         requests.push(tokio::spawn(async move {
             let response = client
                 .post(url)
                 .header("content-type", "application/json")
-                .header("x-looprail-run", "branching-conversation")
+                .header("x-looprail-run", run)
                 .body(body.to_string())
                 .send()
                 .await
@@ -180,7 +176,19 @@ async fn fifty_concurrent_requests_with_different_histories_of_one_conversation_
     for request in requests {
         request.await.unwrap();
     }
-    let state = store.load_journal("gateway/conversation/branching-conversation").await.unwrap().unwrap();
+    Some(store.load_journal(&format!("gateway/conversation/{run}")).await.unwrap().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_requests_with_different_histories_of_one_conversation_all_count() {
+    // Each a branch of its own: the same start, then a question only this request asks.
+    let body = |n: usize| {
+        json!({"model": "m", "messages": [
+            {"role": "user", "content": "Find it"},
+            {"role": "assistant", "content": "Where should I look?"},
+            {"role": "user", "content": format!("In folder {n}.")}]})
+    };
+    let Some(state) = fifty_concurrent("branching-conversation", body).await else { return };
     assert_eq!(state["requests"], 50, "every request counted, none lost to another: {state}");
     let usage = &state["counters"]["usage"];
     assert_eq!(
@@ -192,35 +200,8 @@ async fn fifty_concurrent_requests_with_different_histories_of_one_conversation_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_requests_of_one_conversation_all_count() {
-    let Some(server) = looprail_testkit_postgres::server_or_skip("the gateway replica test") else { return };
-    let upstream = FakeServer::responding(looping_upstream()).await;
-    let url = server.fresh_database().await;
-    let store: looprail_journal::SharedStore = PostgresStore::connect(&url).await.unwrap().into();
-    let urls = [
-        replica(PostgresStore::connect(&url).await.unwrap().into(), &upstream.url).await,
-        replica(PostgresStore::connect(&url).await.unwrap().into(), &upstream.url).await,
-    ];
-    let client = reqwest::Client::new();
-    let body = json!({"model": "m", "messages": [{"role": "user", "content": "Find it"}]});
-    let mut requests = Vec::new();
-    for n in 0..50 {
-        let (client, body, url) = (client.clone(), body.clone(), urls[n % 2].clone());
-        requests.push(tokio::spawn(async move {
-            let response = client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("x-looprail-run", "shared-conversation")
-                .body(body.to_string())
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 200);
-        }));
-    }
-    for request in requests {
-        request.await.unwrap();
-    }
-    let state = store.load_journal("gateway/conversation/shared-conversation").await.unwrap().unwrap();
+    let body = |_| json!({"model": "m", "messages": [{"role": "user", "content": "Find it"}]});
+    let Some(state) = fifty_concurrent("shared-conversation", body).await else { return };
     assert_eq!(state["requests"], 50, "every request counted, none lost to another: {state}");
     let usage = &state["counters"]["usage"];
     assert_eq!((usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64()), (Some(350), Some(150)));
