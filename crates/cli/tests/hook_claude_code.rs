@@ -106,6 +106,26 @@ fn main_loop(seen: &[Seen]) -> Vec<String> {
         .collect()
 }
 
+/// The looping model was nudged, then denied, and the loop stopped long before its 40 calls,
+/// the CLI exiting cleanly; its JSON result.
+fn assert_stopped_through_the_hooks(model: &FakeServer, code: Option<i32>, stdout: &str) -> Value {
+    let requests = main_loop(&model.requests());
+    let nudged = requests.iter().position(|r| r.contains("keep producing the same kind of result"));
+    let denied = requests.iter().position(|r| r.contains("[looprail] Denied: this exact `Bash` call"));
+    assert!(nudged.is_some(), "the model was nudged: {} requests; {stdout}", requests.len());
+    assert!(denied.is_some() && denied > nudged, "then a repeat was denied");
+    let last = requests.last().map_or(0, |r| tool_results(&serde_json::from_str(r).unwrap()));
+    assert!(last <= 8, "the loop was stopped long before the model's 40 calls: {last} calls");
+    assert_eq!(code, Some(0), "the CLI exits cleanly: {stdout}");
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        (result["is_error"].as_bool(), result["terminal_reason"].as_str()),
+        (Some(false), Some("hook_stopped")),
+        "{result}"
+    );
+    result
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_repeating_one_call_is_nudged_denied_and_stopped_through_the_hook() {
     let Some(clients) = node::clients() else { return };
@@ -115,19 +135,7 @@ async fn a_model_repeating_one_call_is_nudged_denied_and_stopped_through_the_hoo
     // A model that would repeat the same failing build 40 times.
     let model = model(|n| (n < 40).then(|| "echo 'make: *** No rule to make target'".to_owned())).await;
     let (code, stdout) = claude(&clients, &work, &dir.path().join("hooks.db"), &model).await;
-    let requests = main_loop(&model.requests());
-    let nudged = requests.iter().position(|r| r.contains("keep producing the same kind of result"));
-    let denied = requests.iter().position(|r| r.contains("[looprail] Denied: this exact `Bash` call"));
-    assert!(nudged.is_some(), "the model was nudged: {} requests", requests.len());
-    assert!(denied.is_some() && denied > nudged, "then a repeat was denied");
-    let last = requests.last().map_or(0, |r| tool_results(&serde_json::from_str(r).unwrap()));
-    assert!(last <= 8, "the loop was stopped long before the model's 40 calls: {last} calls");
-    assert_eq!(code, Some(0), "the CLI exits cleanly: {stdout}");
-    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(
-        (result["is_error"].as_bool(), result["terminal_reason"].as_str()),
-        (Some(false), Some("hook_stopped"))
-    );
+    let result = assert_stopped_through_the_hooks(&model, code, &stdout);
     // Denied, then the permission prompt (which `-p` answers no by itself), then stopped.
     assert!(result["permission_denials"].as_array().is_some_and(|d| d.len() >= 2), "{result}");
 }
@@ -153,16 +161,7 @@ async fn the_same_loop_is_stopped_through_http_hooks_and_a_gateway() {
     let settings: Value =
         serde_json::from_str(&std::fs::read_to_string(work.join(".claude/settings.json")).unwrap()).unwrap();
     assert_eq!(settings["hooks"]["PreToolUse"][0]["hooks"][0]["type"], "http");
-    let requests = main_loop(&model.requests());
-    let nudged = requests.iter().position(|r| r.contains("keep producing the same kind of result"));
-    let denied = requests.iter().position(|r| r.contains("[looprail] Denied: this exact `Bash` call"));
-    assert!(nudged.is_some(), "the model was nudged: {} requests; {stdout}", requests.len());
-    assert!(denied.is_some() && denied > nudged, "then a repeat was denied");
-    let last = requests.last().map_or(0, |r| tool_results(&serde_json::from_str(r).unwrap()));
-    assert!(last <= 8, "the loop was stopped long before the model's 40 calls: {last} calls");
-    assert_eq!(code, Some(0), "the CLI exits cleanly: {stdout}");
-    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(result["terminal_reason"].as_str(), Some("hook_stopped"), "{result}");
+    assert_stopped_through_the_hooks(&model, code, &stdout);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
