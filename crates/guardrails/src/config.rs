@@ -215,8 +215,9 @@ pub struct GuardrailsConfig {
     /// OpenHands' stuck rules as a guard that stops the run ([`StuckPatterns`](crate::StuckPatterns));
     /// off but in the `openhands-stuck` preset.
     pub stuck_patterns: bool,
-    /// Degenerate replies (B14): a reply repeating itself is cut while it streams, and the
-    /// ladder climbs ([`repetition`](crate::repetition)).
+    /// Degenerate replies (B14): a reply repeating itself is cut while it streams and the model
+    /// is told what it repeated; another within three replies climbs the ladder
+    /// ([`repetition`](crate::repetition)).
     pub degenerate_reply: crate::repetition::RepetitionConfig,
 }
 

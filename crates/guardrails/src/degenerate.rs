@@ -8,7 +8,7 @@
 //! use looprail_loop_core::prelude::*;
 //! use looprail_loop_core::testkit::ScriptedProvider;
 //!
-//! // A model that chants, then (nudged) answers.
+//! // A model that chants, then (told what it repeated) answers.
 //! let chant = format!("Let me think. {}", "I will check the file again to be sure. ".repeat(300));
 //! let provider = ScriptedProvider::new("scripted").reply_text(&chant).reply_text("The file is fine.");
 //! let config = GuardrailsConfig::default();
