@@ -30,6 +30,7 @@ mod bolt;
 mod deny;
 mod dist;
 mod gateway_peers;
+mod hook_http_speed;
 mod hook_speed;
 mod pgo;
 mod readmes;
