@@ -127,10 +127,8 @@ impl Gate {
     /// The conversation's guard stack, its saved states moved into it (the caller saves them
     /// back).
     pub(crate) fn stack(&self, state: &mut ConversationState) -> Vec<Box<dyn Guard>> {
-        let restored = restored_stack(&self.config, &self.guardrails, std::mem::take(&mut state.guards));
         // A state that does not load whole is not loaded at all: the guard starts afresh.
-        restored.discarded.iter().for_each(looprail_loop_core::event::Event::trace);
-        restored.guards
+        restored_stack(&self.config, &self.guardrails, std::mem::take(&mut state.guards)).traced()
     }
 
     fn take(&self, decisions: Vec<Decision>, tools: &[String], outcome: &mut Outcome) {

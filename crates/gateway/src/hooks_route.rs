@@ -62,9 +62,7 @@ pub(crate) async fn hooks(
         return line(400, "the event's session id is empty, too long or not printable");
     }
     let key = format!("gateway/hook/{}/{}", agent.name(), event.session);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let now = looprail_journal::now_ms();
     for _ in 0..SWAP_ATTEMPTS {
         let stored = match gateway.store.load_journal(&key).await {
             Ok(stored) => stored,

@@ -169,6 +169,15 @@ pub struct RestoredStack {
     pub discarded: Vec<looprail_loop_core::event::Event>,
 }
 
+impl RestoredStack {
+    /// The guards, each discarded state first traced as its event
+    /// ([`Event::trace`](looprail_loop_core::event::Event::trace)).
+    pub fn traced(self) -> Vec<Box<dyn Guard>> {
+        self.discarded.iter().for_each(looprail_loop_core::event::Event::trace);
+        self.guards
+    }
+}
+
 /// The states of a live stack, by [`Guard::name`], as [`restored_stack`] takes them back.
 pub fn saved_states(stack: &[Box<dyn Guard>]) -> std::collections::BTreeMap<String, serde_json::Value> {
     stack.iter().map(|g| (g.name().to_owned(), g.save_state())).collect()

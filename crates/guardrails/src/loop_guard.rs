@@ -223,12 +223,6 @@ impl Guard for LoopGuard {
         let again = self.counters.last_degenerate.is_some_and(|last| reply - last <= DEGENERATE_WITHIN);
         self.counters.last_degenerate = Some(reply);
         let index = self.counters.calls_seen;
-        let detection = Detection {
-            detector: DEGENERATE_REPLY,
-            tier: DEGENERATE_REPLY,
-            cap: Level::AskHuman,
-            evidence: Vec::new(),
-        };
         if !again {
             return vec![
                 Decision::Emit(Event::LoopDetected {
@@ -246,7 +240,15 @@ impl Guard for LoopGuard {
             ];
         }
         match self.ladder.escalate(index, Level::AskHuman) {
-            Some(level) => self.climb(view, level, &detection, index, Subject::Reply),
+            Some(level) => {
+                let detection = Detection {
+                    detector: DEGENERATE_REPLY,
+                    tier: DEGENERATE_REPLY,
+                    cap: Level::AskHuman,
+                    evidence: Vec::new(),
+                };
+                self.climb(view, level, &detection, index, Subject::Reply)
+            }
             None => Vec::new(),
         }
     }
@@ -368,17 +370,14 @@ impl Guard for LoopGuard {
         serde_json::to_value(state).unwrap_or_default()
     }
 
-    /// Restores the whole state or none of it: when one detector's part does not load, the
-    /// detectors already restored go back to what they were before the call.
+    /// Restores the whole state or none of it: when one detector's part does not load, every
+    /// detector starts afresh (those already restored are reset; nothing is saved beforehand,
+    /// so a load costs no more than the state it reads).
     fn load_state(&mut self, state: serde_json::Value) -> Result<(), GuardStateError> {
         let saved: SavedState =
             serde_json::from_value(state).map_err(|e| GuardStateError::from_serde(LOOP_GUARD, e))?;
-        let before: Vec<serde_json::Value> = self.detectors.iter().map(|d| d.save_state()).collect();
         if let Err(error) = self.load_detectors(saved.detectors) {
-            for (detector, state) in self.detectors.iter_mut().zip(before) {
-                // A detector takes back the state it has just saved.
-                detector.load_state(state)?;
-            }
+            self.detectors.iter_mut().for_each(|d| d.reset());
             return Err(error);
         }
         self.counters = saved.counters;

@@ -235,10 +235,8 @@ impl Hook {
     }
 
     fn stack(&self, state: &SessionState) -> Vec<Box<dyn Guard>> {
-        let restored = restored_stack(&self.config, &self.guardrails, state.guards.clone());
         // A state that does not load whole is not loaded at all: the guard starts afresh.
-        restored.discarded.iter().for_each(looprail_loop_core::event::Event::trace);
-        restored.guards
+        restored_stack(&self.config, &self.guardrails, state.guards.clone()).traced()
     }
 
     /// Feeds one call and its output to the guards, as one turn of the session.
