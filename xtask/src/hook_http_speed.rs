@@ -9,6 +9,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::hook_speed::p50_p99;
+
 /// Pairs measured (each an event and a bare round trip).
 const PAIRS: usize = 400;
 /// The target: added milliseconds at p99.
@@ -99,13 +101,8 @@ pub fn hook_http_speed(events: &[String]) -> Result<usize, String> {
         added.push(e - b);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let quantiles = |mut times: Vec<f64>| {
-        times.sort_by(f64::total_cmp);
-        let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
-        (at(0.50), at(0.99))
-    };
-    let ((event_p50, event_p99), (bare_p50, bare_p99)) = (quantiles(event_ms), quantiles(bare_ms));
-    let (added_p50, added_p99) = quantiles(added);
+    let ((event_p50, event_p99), (bare_p50, bare_p99)) = (p50_p99(event_ms), p50_p99(bare_ms));
+    let (added_p50, added_p99) = p50_p99(added);
     let pass = added_p99 <= TARGET_P99_MS;
     let row = |name: &str, ms: f64, target: &str, verdict: &str| {
         println!("{name:<44} {ms:>9.3} ms {target:>10} {verdict:>6}");

@@ -53,6 +53,13 @@ fn once(program: &str, args: &[&str], store: &std::path::Path, event: &str) -> R
     Ok(started.elapsed().as_secs_f64() * 1e3)
 }
 
+/// The p50 and p99 of `times` (nearest rank below).
+pub(crate) fn p50_p99(mut times: Vec<f64>) -> (f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+    (at(0.50), at(0.99))
+}
+
 /// Runs the measurement; returns the number of missed targets.
 pub fn hook_speed() -> Result<usize, String> {
     let cargo = crate::cargo_bin();
@@ -105,14 +112,9 @@ pub fn hook_speed() -> Result<usize, String> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     let http_events = events("http");
-    let quantiles = |mut times: Vec<f64>| {
-        times.sort_by(f64::total_cmp);
-        let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
-        (at(0.50), at(0.99))
-    };
-    let ((p50, p99), (whole_p50, whole_p99)) = (quantiles(lean_ms), quantiles(whole_ms));
-    let (floor_p50, floor_p99) = quantiles(floor_ms);
-    let (version_p50, _) = quantiles(version_ms);
+    let ((p50, p99), (whole_p50, whole_p99)) = (p50_p99(lean_ms), p50_p99(whole_ms));
+    let (floor_p50, floor_p99) = p50_p99(floor_ms);
+    let (version_p50, _) = p50_p99(version_ms);
     let ratio = p50 / version_p50;
     let pass = p99 <= 5.0;
     let ratio_pass = ratio <= 1.5;
