@@ -6,7 +6,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use looprail_guardrails::replay::{ErrorPatterns, ReplayReport, loop_start, replay};
+use looprail_guardrails::replay::{ANSWER_LEVELS, ErrorPatterns, ReplayReport, loop_start, replay};
 use looprail_guardrails::{GuardrailsConfig, Preset, default_stack};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::message::Message;
@@ -138,7 +138,7 @@ fn the_default_stack_meets_the_targets_on_all_four_sets() {
             let first = report
                 .events
                 .iter()
-                .find(|e| ["nudge", "directive", "ask_human", "stop"].contains(&e.level.as_str()))
+                .find(|e| ANSWER_LEVELS.contains(&e.level.as_str()))
                 .unwrap_or_else(|| panic!("{name}: stuck from call {start} but no ladder event"));
             assert!(
                 first.call_index <= start + 5,

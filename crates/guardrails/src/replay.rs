@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::error_patterns::{ErrorClassifier, ErrorPatterns};
 
 mod loops;
-pub use loops::{LOOP_DISTINCT, LOOP_WINDOW, LoopTiming, loop_start};
+pub use loops::{ANSWER_LEVELS, LOOP_DISTINCT, LOOP_WINDOW, LoopTiming, loop_start};
 
 /// One guard event at a tool call, as the audit reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,8 +16,8 @@ use crate::signature::CallSignature;
 pub const LOOP_WINDOW: usize = 10;
 /// Distinct actions at most in such a window.
 pub const LOOP_DISTINCT: usize = 2;
-/// Levels that are the guards answering a loop (a reflection or a recovery is not).
-const ANSWERS: [&str; 4] = ["nudge", "directive", "ask_human", "stop"];
+/// Event levels that are the guards answering a loop (a reflection or a recovery is not).
+pub const ANSWER_LEVELS: [&str; 4] = ["nudge", "directive", "ask_human", "stop"];
 
 /// The index of the first call of the first window of [`LOOP_WINDOW`] calls holding at most
 /// [`LOOP_DISTINCT`] distinct actions, if the run has one.
@@ -77,7 +77,7 @@ impl LoopTiming {
         let first_event = report
             .events
             .iter()
-            .find(|e| ANSWERS.contains(&e.level.as_str()))
+            .find(|e| ANSWER_LEVELS.contains(&e.level.as_str()))
             .map(|e: &ReplayEvent| e.call_index);
         let after = |at: u64| at as i64 - start as i64;
         Some(Self {
