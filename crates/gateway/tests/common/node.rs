@@ -1,6 +1,6 @@
-//! The official Node SDKs and agent CLIs the tests drive (Claude Code, Codex, the SDKs), installed
-//! once per target directory at the versions crates/gateway/tests/clients/node/package-lock.json
-//! pins. Shared by the gateway's tests and the CLI's hook tests (`#[path]`).
+//! The official Node SDKs and agent CLIs the tests drive (Claude Code, Codex, Copilot CLI,
+//! Gemini CLI, the SDKs), installed once per target directory at the versions
+//! crates/gateway/tests/clients/node/package-lock.json pins. Shared by the gateway's tests and the CLI's hook tests (`#[path]`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,18 +25,22 @@ pub fn clients() -> Option<PathBuf> {
         }
         std::fs::create_dir_all(&dir).unwrap();
         let lock = std::fs::read(source.join("package-lock.json")).unwrap();
-        let installed = std::fs::read(dir.join("package-lock.json")).ok();
+        // The lockfile of the last install that finished: a failed one is never taken as done.
+        let marker = dir.join(".installed-lock");
+        let installed = std::fs::read(&marker).ok();
         for entry in std::fs::read_dir(&source).unwrap() {
             let path = entry.unwrap().path();
             std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
         }
         if installed.as_ref() != Some(&lock) || !dir.join("node_modules").is_dir() {
+            let _ = std::fs::remove_file(&marker);
             let status = Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
                 .current_dir(&dir)
                 .status()
                 .unwrap();
             assert!(status.success(), "installing the Node SDKs (npm ci) failed");
+            std::fs::write(&marker, &lock).unwrap();
         }
         Some(dir)
     })
