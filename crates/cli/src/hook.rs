@@ -1,5 +1,5 @@
-//! `looprail hook`: the guard stack inside Claude Code and Gemini CLI (see `looprail-hook`).
-//! `hook claude-code` / `hook gemini-cli` answer one hook event and exit: no async runtime, no
+//! `looprail hook`: the guard stack inside the coding agents' hooks (see `looprail-hook`).
+//! `hook claude-code`, `hook codex` … answer one hook event and exit: no async runtime, no
 //! network client, one SQLite transaction. `hook install` merges the entries into the agent's
 //! settings.
 
@@ -32,6 +32,10 @@ enum HookCommand {
     GeminiCli(Answering),
     /// Answer one Qwen Code hook event (stdin) in Qwen Code's format (stdout).
     QwenCode(Answering),
+    /// Answer one Codex CLI hook event (stdin) in Codex's format (stdout).
+    Codex(Answering),
+    /// Answer one GitHub Copilot CLI hook event (stdin) in Copilot CLI's format (stdout).
+    Copilot(Answering),
     /// Add looprail's hooks to the agent's settings (or remove them with --uninstall).
     Install(Installing),
     /// For every agent, where looprail's hooks are installed (this project's settings and the
@@ -60,10 +64,12 @@ struct Answering {
 
 #[derive(clap::Args)]
 struct Installing {
-    /// The agent: claude-code, gemini-cli or qwen-code.
+    /// The agent: claude-code, codex, copilot, gemini-cli or qwen-code.
     #[arg(value_parser = parse_agent)]
     agent: Agent,
-    /// The user's settings (`~/.claude`, `~/.gemini`) instead of the project's.
+    /// The user's settings (`~/.claude`, `~/.codex`, `~/.copilot`, `~/.gemini`, `~/.qwen`, or
+    /// the agent's own `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `COPILOT_HOME`) instead of the
+    /// project's.
     #[arg(long, conflicts_with = "project")]
     user: bool,
     /// The project directory whose settings to change (default: the current directory).
@@ -79,7 +85,8 @@ struct Installing {
     #[arg(long, conflicts_with = "http")]
     config: Option<PathBuf>,
     /// Send the events to a looprail gateway's hook endpoint at this base URL
-    /// (`http://127.0.0.1:8787`) instead of running a command per event (Claude Code).
+    /// (`http://127.0.0.1:8787`) instead of running a command per event (Claude Code, Qwen
+    /// Code).
     #[arg(long, value_name = "URL", conflicts_with = "store")]
     http: Option<String>,
     /// With --http: the environment variable holding the gateway's client key, sent as a
@@ -98,6 +105,8 @@ pub fn hook(args: HookArgs) -> ExitCode {
         HookCommand::ClaudeCode(answering) => answer(Agent::ClaudeCode, answering),
         HookCommand::GeminiCli(answering) => answer(Agent::GeminiCli, answering),
         HookCommand::QwenCode(answering) => answer(Agent::QwenCode, answering),
+        HookCommand::Codex(answering) => answer(Agent::Codex, answering),
+        HookCommand::Copilot(answering) => answer(Agent::Copilot, answering),
         HookCommand::Status(status) => match hook_status(status) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
@@ -162,8 +171,7 @@ fn quoted(path: &std::path::Path) -> String {
 
 fn install(args: Installing) -> Result<(), String> {
     let scope = if args.user {
-        let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or("no HOME for --user")?;
-        Scope::User(PathBuf::from(home))
+        Scope::user(args.agent).ok_or("no HOME for --user")?
     } else {
         let dir = match &args.project {
             Some(dir) => dir.clone(),
@@ -210,6 +218,13 @@ fn write_settings(args: &Installing, scope: &Scope, target: &Target) -> Result<(
         Change::Unchanged => "looprail's hooks already in",
     };
     eprintln!("{what} {}", path.display());
+    if args.agent == Agent::Codex && change == Change::Installed {
+        // Codex runs a new or changed hook only once the user has reviewed it.
+        eprintln!(
+            "Codex runs new hooks once you trust them: start `codex`, open /hooks and trust looprail's \
+             (automation that vets its hooks can pass --dangerously-bypass-hook-trust instead)"
+        );
+    }
     Ok(())
 }
 
@@ -221,14 +236,12 @@ fn hook_status(args: Status) -> Result<bool, String> {
         Some(dir) => dir,
         None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
     };
-    let mut scopes = vec![("project", Scope::Project(project.clone()))];
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        scopes.push(("user", Scope::User(PathBuf::from(home))));
-    }
     let mut healthy = true;
     for agent in Agent::ALL {
-        for (label, scope) in &scopes {
-            let (path, state) = installed(agent, scope);
+        let scopes = std::iter::once(("project", Scope::Project(project.clone())))
+            .chain(Scope::user(agent).map(|scope| ("user", scope)));
+        for (label, scope) in scopes {
+            let (path, state) = installed(agent, &scope);
             let place = format!("{:<12} {label:<8} {}", agent.name(), path.display());
             match state {
                 FileState::NotInstalled => println!("{place}: not installed"),

@@ -221,13 +221,16 @@ fn status_lists_each_agents_hooks_and_probes_them() {
         Command::new(env!("CARGO_BIN_EXE_looprail"))
             .args(["hook", "status", "--project", &project_arg])
             .env("HOME", dir.path())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("COPILOT_HOME")
             .output()
             .unwrap()
     };
     let nothing = status();
     assert!(nothing.status.success());
     let said = String::from_utf8_lossy(&nothing.stdout).into_owned();
-    assert_eq!(said.matches("not installed").count(), 6, "three agents, two files each: {said}");
+    assert_eq!(said.matches("not installed").count(), 10, "five agents, two files each: {said}");
 
     let install = ["hook", "install", "claude-code", "--project", &project_arg, "--store", &store];
     assert!(looprail(&install, dir.path()).status.success());
@@ -236,6 +239,12 @@ fn status_lists_each_agents_hooks_and_probes_them() {
     assert!(ok.status.success(), "{said}");
     assert!(said.contains(".claude/settings.json: installed"), "{said}");
     assert!(said.contains("claude-code --store") && said.contains(": answers"), "{said}");
+    // Copilot CLI's own file, its command under `bash`.
+    let install = ["hook", "install", "copilot", "--project", &project_arg, "--store", &store];
+    assert!(looprail(&install, dir.path()).status.success());
+    let said = String::from_utf8_lossy(&status().stdout).into_owned();
+    assert!(said.contains(".github/hooks/looprail.json: installed"), "{said}");
+    assert!(said.contains("copilot --store") && said.matches(": answers").count() == 2, "{said}");
 
     // A gateway that is not there: listed, probed, and the status says so.
     let http = ["hook", "install", "qwen-code", "--project", &project_arg, "--http", "http://127.0.0.1:9"];

@@ -12,35 +12,65 @@ use crate::agents::Agent;
 /// Which settings file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
-    /// The project's (`.claude/settings.json`, `.gemini/settings.json` under this directory).
+    /// The project's (`.claude/settings.json`, `.codex/hooks.json`, `.github/hooks/looprail.json`
+    /// … under this directory).
     Project(PathBuf),
-    /// The user's (`~/.claude/settings.json`, `~/.gemini/settings.json` under this home).
+    /// The user's (`~/.claude/settings.json`, `~/.codex/hooks.json` … under this home).
     User(PathBuf),
+    /// The user's, in the agent's own configuration directory (`$CLAUDE_CONFIG_DIR`,
+    /// `$CODEX_HOME`, `$COPILOT_HOME`), which replaces the folder under the home directory.
+    AgentHome(PathBuf),
 }
 
-/// The settings file of `agent` for `scope`.
+impl Scope {
+    /// The user's scope for `agent` as the agent itself finds it: its own configuration
+    /// directory when its variable is set, else the folder under `$HOME`; `None` without either.
+    pub fn user(agent: Agent) -> Option<Scope> {
+        let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        match agent.home_variable().and_then(set) {
+            Some(dir) => Some(Scope::AgentHome(dir)),
+            None => set("HOME").map(Scope::User),
+        }
+    }
+}
+
+/// The settings file of `agent` for `scope`. Codex keeps hooks in a `hooks.json` of their own;
+/// Copilot CLI reads every file of a hooks folder, so looprail's is `looprail.json`, its own.
 pub fn settings_path(agent: Agent, scope: &Scope) -> PathBuf {
-    let base = match scope {
-        Scope::Project(dir) | Scope::User(dir) => dir,
+    let (folder, file) = match agent {
+        Agent::ClaudeCode => (".claude", "settings.json"),
+        Agent::GeminiCli => (".gemini", "settings.json"),
+        Agent::QwenCode => (".qwen", "settings.json"),
+        Agent::Codex => (".codex", "hooks.json"),
+        Agent::Copilot => match scope {
+            Scope::Project(dir) => return dir.join(".github").join("hooks").join("looprail.json"),
+            _ => (".copilot", "hooks/looprail.json"),
+        },
     };
-    let folder = match agent {
-        Agent::ClaudeCode => ".claude",
-        Agent::GeminiCli => ".gemini",
-        Agent::QwenCode => ".qwen",
-    };
-    base.join(folder).join("settings.json")
+    match scope {
+        Scope::Project(base) | Scope::User(base) => base.join(folder).join(file),
+        Scope::AgentHome(dir) => dir.join(file),
+    }
 }
 
 /// The events looprail hooks, and whether each takes a tool matcher.
 fn events(agent: Agent) -> &'static [(&'static str, bool)] {
     match agent {
-        Agent::ClaudeCode | Agent::QwenCode => &[
+        // Copilot CLI: the PascalCase names, whose events carry their name and snake_case fields.
+        Agent::ClaudeCode | Agent::QwenCode | Agent::Copilot => &[
             ("PreToolUse", true),
             ("PostToolUse", true),
             ("PostToolUseFailure", true),
             ("UserPromptSubmit", false),
             ("SessionStart", false),
             ("SessionEnd", false),
+            ("Stop", false),
+        ],
+        Agent::Codex => &[
+            ("PreToolUse", true),
+            ("PostToolUse", true),
+            ("UserPromptSubmit", false),
+            ("SessionStart", false),
             ("Stop", false),
         ],
         Agent::GeminiCli => &[
@@ -50,6 +80,23 @@ fn events(agent: Agent) -> &'static [(&'static str, bool)] {
             ("SessionStart", false),
             ("SessionEnd", false),
         ],
+    }
+}
+
+/// Whether an event's list holds groups (`{"matcher": …, "hooks": [entries]}`) or, for
+/// Copilot CLI, the entries themselves.
+fn grouped(agent: Agent) -> bool {
+    agent != Agent::Copilot
+}
+
+/// Every hook entry of `settings` for `agent`, in the agent's layout.
+pub(crate) fn entries(settings: &Value, agent: Agent) -> Vec<&Value> {
+    let hooks = settings.get("hooks").and_then(Value::as_object).into_iter().flatten();
+    let lists = hooks.flat_map(|(_, list)| list.as_array().into_iter().flatten());
+    if grouped(agent) {
+        lists.flat_map(|group| group.get("hooks").and_then(Value::as_array).into_iter().flatten()).collect()
+    } else {
+        lists.collect()
     }
 }
 
@@ -102,7 +149,9 @@ pub(crate) fn is_ours(hook: &Value, agent: Agent) -> bool {
         return hook.get("type").and_then(Value::as_str) == Some("http")
             && url.trim_end_matches('/').ends_with(&format!("/v1/hooks/{}", agent.name()));
     }
-    let Some(command) = hook.get("command").and_then(Value::as_str) else { return false };
+    // Copilot CLI names a Unix command `bash`.
+    let command = hook.get("command").or_else(|| hook.get("bash")).and_then(Value::as_str);
+    let Some(command) = command else { return false };
     let words: Vec<&str> =
         command.split_whitespace().map(|w| w.trim_matches(|c| c == '\'' || c == '"')).collect();
     words.windows(2).any(|pair| {
@@ -145,12 +194,16 @@ pub fn uninstall(settings: &Value, agent: Agent) -> Result<Value, HookError> {
     };
     for (event, _) in events(agent) {
         let Some(groups) = hooks.get_mut(*event).and_then(Value::as_array_mut) else { continue };
-        for group in groups.iter_mut() {
-            if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
-                list.retain(|hook| !is_ours(hook, agent));
+        if grouped(agent) {
+            for group in groups.iter_mut() {
+                if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+                    list.retain(|hook| !is_ours(hook, agent));
+                }
             }
+            groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
+        } else {
+            groups.retain(|hook| !is_ours(hook, agent));
         }
-        groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
         if groups.is_empty() {
             hooks.remove(*event);
         }
@@ -162,7 +215,8 @@ pub fn uninstall(settings: &Value, agent: Agent) -> Result<Value, HookError> {
 }
 
 /// `settings` with looprail's entries for `agent` running `target` (any earlier ones
-/// replaced). Gemini CLI runs command hooks only: a gateway target is refused for it.
+/// replaced). A gateway target is refused for Gemini CLI, Codex and Copilot CLI: looprail
+/// installs their hooks as commands.
 pub fn install(settings: &Value, agent: Agent, target: &Target) -> Result<Value, HookError> {
     let mut settings = uninstall(settings, agent)?;
     let root = settings.as_object_mut().ok_or_else(|| HookError::Settings("not a JSON object".into()))?;
@@ -190,14 +244,21 @@ pub fn install(settings: &Value, agent: Agent, target: &Target) -> Result<Value,
             (Agent::GeminiCli, Target::Command(command)) => {
                 json!({"name": "looprail", "type": "command", "command": command, "timeout": 10_000})
             }
-            (Agent::GeminiCli, Target::Http { .. }) => {
-                return Err(HookError::Settings(
-                    "Gemini CLI runs command hooks only: install without --http".into(),
-                ));
+            (Agent::Codex, Target::Command(command)) => {
+                json!({"type": "command", "command": command, "timeout": 10})
+            }
+            (Agent::Copilot, Target::Command(command)) => {
+                json!({"type": "command", "bash": command, "timeoutSec": 10})
+            }
+            (Agent::GeminiCli | Agent::Codex | Agent::Copilot, Target::Http { .. }) => {
+                return Err(HookError::Settings(format!(
+                    "looprail installs {}'s hooks as command hooks only: install without --http",
+                    agent.title()
+                )));
             }
         };
-        let mut group = json!({"hooks": [entry]});
-        if *matcher {
+        let mut group = if grouped(agent) { json!({"hooks": [entry]}) } else { entry };
+        if *matcher && grouped(agent) {
             group["matcher"] = json!("*");
         }
         let groups = hooks.entry(*event).or_insert_with(|| json!([]));
@@ -205,6 +266,9 @@ pub fn install(settings: &Value, agent: Agent, target: &Target) -> Result<Value,
             .as_array_mut()
             .ok_or_else(|| HookError::Settings(format!("`hooks.{event}` is not a list")))?;
         groups.push(group);
+    }
+    if agent == Agent::Copilot {
+        root.entry("version").or_insert(json!(1));
     }
     if agent == Agent::GeminiCli {
         // Gemini CLI runs hooks only with them enabled; a user's explicit `false` is theirs.
@@ -246,6 +310,11 @@ pub fn apply(path: &Path, agent: Agent, target: &Target, remove: bool) -> Result
     let next = if remove { uninstall(&current, agent)? } else { install(&current, agent, target)? };
     if next == current && !text.is_empty() {
         return Ok(Change::Unchanged);
+    }
+    // Copilot CLI's file is looprail's alone: without its hooks it goes.
+    if remove && agent == Agent::Copilot && next.get("hooks").is_none() {
+        std::fs::remove_file(path).map_err(|e| HookError::Settings(format!("{}: {e}", path.display())))?;
+        return Ok(Change::Removed);
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| HookError::Settings(format!("{}: {e}", dir.display())))?;

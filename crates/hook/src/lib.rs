@@ -1,7 +1,7 @@
-//! looprail's loop guards inside the coding agents people already use: Claude Code and Gemini
-//! CLI run a command around every tool call (a *hook*: the event as JSON on stdin, a decision as
-//! JSON on stdout). `looprail hook claude-code` and `looprail hook gemini-cli` are that command:
-//! each event feeds the same guard stack a looprail run and the gateway use, kept per session in
+//! looprail's loop guards inside the coding agents people already use: Claude Code, Codex CLI,
+//! GitHub Copilot CLI, Gemini CLI and Qwen Code run a command around every tool call (a *hook*:
+//! the event as JSON on stdin, a decision as JSON on stdout). `looprail hook <agent>` is that
+//! command: each event feeds the same guard stack a looprail run and the gateway use, kept per session in
 //! a SQLite file, and the ladder's rungs come back in the agent's own terms: a nudge the model
 //! reads with the tool's result, the next identical call denied, the user's permission prompt,
 //! the agent stopped. A new prompt from the user starts a new stretch.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::agents::Agent;
-use crate::install::{Scope, is_ours, settings_path};
+use crate::install::{Scope, entries, is_ours, settings_path};
 
 /// How long a dry event may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -67,12 +67,7 @@ pub fn installed(agent: Agent, scope: &Scope) -> (PathBuf, FileState) {
         Err(e) => return (path, FileState::Unreadable(format!("not JSON: {e}"))),
     };
     let mut found: Vec<Installed> = Vec::new();
-    let hooks = settings.get("hooks").and_then(Value::as_object).into_iter().flatten();
-    let entries = hooks
-        .flat_map(|(_, groups)| groups.as_array().into_iter().flatten())
-        .flat_map(|group| group.get("hooks").and_then(Value::as_array).into_iter().flatten())
-        .filter(|hook| is_ours(hook, agent));
-    for hook in entries {
+    for hook in entries(&settings, agent).into_iter().filter(|hook| is_ours(hook, agent)) {
         let target = match hook.get("url").and_then(Value::as_str) {
             Some(url) => Installed::Http {
                 url: url.to_owned(),
@@ -85,7 +80,8 @@ pub fn installed(agent: Agent, scope: &Scope) -> (PathBuf, FileState) {
                     .collect(),
             },
             None => {
-                Installed::Command(hook.get("command").and_then(Value::as_str).unwrap_or_default().to_owned())
+                let command = hook.get("command").or_else(|| hook.get("bash")).and_then(Value::as_str);
+                Installed::Command(command.unwrap_or_default().to_owned())
             }
         };
         if !found.contains(&target) {
@@ -102,8 +98,11 @@ pub fn dry_event(agent: Agent) -> Value {
     match agent {
         Agent::GeminiCli => json!({"session_id": session, "hook_event_name": "SessionEnd",
             "transcript_path": "", "cwd": "/", "timestamp": "", "reason": "exit"}),
-        Agent::ClaudeCode | Agent::QwenCode => json!({"session_id": session, "hook_event_name": "SessionEnd",
-            "transcript_path": "", "cwd": "/", "reason": "other"}),
+        // Codex sends no session end of its own; its hook reads one as Claude Code's.
+        Agent::ClaudeCode | Agent::QwenCode | Agent::Codex => json!({"session_id": session,
+            "hook_event_name": "SessionEnd", "transcript_path": "", "cwd": "/", "reason": "other"}),
+        Agent::Copilot => json!({"session_id": session, "hook_event_name": "SessionEnd",
+            "timestamp": "", "cwd": "/", "reason": "complete"}),
     }
 }
 

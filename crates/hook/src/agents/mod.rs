@@ -1,6 +1,8 @@
 //! The agents whose hooks looprail speaks: each reads its events and writes its answers.
 
 pub mod claude_code;
+pub mod codex;
+pub mod copilot;
 pub mod gemini_cli;
 
 use serde_json::Value;
@@ -17,22 +19,53 @@ pub enum Agent {
     GeminiCli,
     /// Alibaba's Qwen Code, whose hooks speak Claude Code's events and answers.
     QwenCode,
+    /// OpenAI's Codex CLI, whose hooks speak Claude Code's events with answers of its own.
+    Codex,
+    /// GitHub Copilot CLI.
+    Copilot,
 }
 
 impl Agent {
     /// Every agent.
-    pub const ALL: [Agent; 3] = [Agent::ClaudeCode, Agent::GeminiCli, Agent::QwenCode];
+    pub const ALL: [Agent; 5] =
+        [Agent::ClaudeCode, Agent::Codex, Agent::Copilot, Agent::GeminiCli, Agent::QwenCode];
 
-    /// Its name on the command line (`claude-code`, `gemini-cli`, `qwen-code`).
+    /// Its name on the command line (`claude-code`, `codex`, `copilot`, `gemini-cli`,
+    /// `qwen-code`).
     pub fn name(self) -> &'static str {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::GeminiCli => "gemini-cli",
             Agent::QwenCode => "qwen-code",
+            Agent::Codex => "codex",
+            Agent::Copilot => "copilot",
         }
     }
 
-    /// The names of every agent, for messages (`claude-code, gemini-cli or qwen-code`).
+    /// Its name for people (`Claude Code`, `GitHub Copilot CLI`…).
+    pub fn title(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "Claude Code",
+            Agent::GeminiCli => "Gemini CLI",
+            Agent::QwenCode => "Qwen Code",
+            Agent::Codex => "Codex CLI",
+            Agent::Copilot => "GitHub Copilot CLI",
+        }
+    }
+
+    /// The environment variable naming the agent's own configuration directory, when it has
+    /// one (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `COPILOT_HOME`): its user settings live there
+    /// instead of under the home directory.
+    pub fn home_variable(self) -> Option<&'static str> {
+        match self {
+            Agent::ClaudeCode => Some("CLAUDE_CONFIG_DIR"),
+            Agent::Codex => Some("CODEX_HOME"),
+            Agent::Copilot => Some("COPILOT_HOME"),
+            Agent::GeminiCli | Agent::QwenCode => None,
+        }
+    }
+
+    /// The names of every agent, for messages (`claude-code, codex, … or qwen-code`).
     pub fn names() -> String {
         let names: Vec<&str> = Self::ALL.iter().map(|a| a.name()).collect();
         match names.split_last() {
@@ -51,7 +84,8 @@ impl Agent {
         match self {
             Agent::ClaudeCode => claude_code::parse(input),
             Agent::GeminiCli => gemini_cli::parse(input),
-            Agent::QwenCode => claude_code::parse(input),
+            Agent::QwenCode | Agent::Codex => claude_code::parse(input),
+            Agent::Copilot => copilot::parse(input),
         }
     }
 
@@ -62,11 +96,13 @@ impl Agent {
                 claude_code::render(kind, answer).map(|v| v.to_string()).unwrap_or_default()
             }
             Agent::GeminiCli => gemini_cli::render(kind, answer).to_string(),
+            Agent::Codex => codex::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
+            Agent::Copilot => copilot::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
         }
     }
 }
 
-/// The call of a tool event: both agents name the tool `tool_name` and its input `tool_input`
+/// The call of a tool event: Claude Code, Qwen Code, Codex and Gemini CLI name the tool `tool_name` and its input `tool_input`
 /// (a call without input reads as `{}`); `id` is the agent's own id for the call, if it gives one.
 pub(crate) fn tool_use(event: &Value, id: Option<String>) -> Result<ToolUse, HookError> {
     Ok(ToolUse {

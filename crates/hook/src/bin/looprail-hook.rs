@@ -1,6 +1,6 @@
-//! `looprail-hook claude-code|gemini-cli|qwen-code [--store PATH]`: the hook command alone, answering as
-//! `looprail hook claude-code|gemini-cli|qwen-code` does with the default settings, in a binary that
-//! holds nothing else. It starts in about half the time of the whole `looprail` (a hook runs on
+//! `looprail-hook <agent> [--store PATH]` (`claude-code`, `codex`, `copilot`, `gemini-cli`,
+//! `qwen-code`): the hook command alone, answering as `looprail hook <agent>` does with the
+//! default settings, in a binary that holds nothing else. It starts in about half the time of the whole `looprail` (a hook runs on
 //! every tool call), so `looprail hook install` uses it when it sits beside `looprail`.
 
 use std::io::{Read, Write};
