@@ -154,8 +154,7 @@ impl Hook {
             return Answer::Stop(reason.clone());
         }
         if let Some(question) = state.ask.take() {
-            state.asked = true;
-            return Answer::Ask(question);
+            return self.ask(state, question);
         }
         let signature = CallSignature::of(&call.tool, &call.arguments).call;
         let Some(denial) = state.deny.as_mut().filter(|d| d.call == signature) else {
@@ -167,10 +166,7 @@ impl Hook {
         let reason = denial.reason.clone();
         match denial.repeats {
             1 => Answer::Deny(reason),
-            2 if !state.asked => {
-                state.asked = true;
-                Answer::Ask(question(&call.tool))
-            }
+            2 if !state.asked => self.ask(state, question(&call.tool)),
             _ => {
                 let reason = format!(
                     "{TAG} The agent kept repeating `{}` after it was told to stop; stopped.",
@@ -194,14 +190,15 @@ impl Hook {
         if let Some(reason) = said.stop {
             return self.stop(state, reason);
         }
+        // The user was asked and the guards see a loop again: hand back to the user.
+        if state.asked && (said.ask || said.directive || !said.texts.is_empty()) {
+            let reason = format!(
+                "{TAG} The agent is still looping around `{}` after the user was asked; stopped.",
+                call.tool
+            );
+            return self.stop(state, reason);
+        }
         if said.ask {
-            if state.asked {
-                let reason = format!(
-                    "{TAG} The agent is still looping around `{}` after the user was asked; stopped.",
-                    call.tool
-                );
-                return self.stop(state, reason);
-            }
             state.ask = Some(question(&call.tool));
             return Answer::Tell(format!(
                 "{TAG} You appear to be stuck in a loop around `{}`. Your next tool call needs the \
@@ -227,6 +224,17 @@ impl Hook {
             state.deny = Some(Denial { call: signature, reason, repeats: 0 });
         }
         Answer::Tell(said.texts.join("\n"))
+    }
+
+    /// The user's permission prompt: their answer, whatever it is, restarts the guards as a
+    /// human's answer does in a run (the ladder from its first rung); a loop the guards see again
+    /// after it stops the stretch.
+    fn ask(&self, state: &mut SessionState, question: String) -> Answer {
+        state.asked = true;
+        let mut stack = self.stack(state);
+        stack.iter_mut().for_each(|g| g.on_user_turn());
+        state.guards = saved_states(&stack);
+        Answer::Ask(question)
     }
 
     fn stop(&self, state: &mut SessionState, reason: String) -> Answer {

@@ -305,3 +305,28 @@ fn ending_a_turn_with_open_todo_items_is_sent_back_at_most_three_times_a_stretch
     send(&store, &todo_write(["completed", "completed"]));
     assert_eq!(send(&store, &stop()).stdout, "");
 }
+
+#[test]
+fn a_loop_of_two_spellings_is_stopped_once_it_goes_on_after_the_user_was_asked() {
+    // No call repeats exactly (so none is ever denied), yet every one fails the same way; the
+    // user's answer restarts the guards, and the loop seen again ends the stretch.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("hooks.db");
+    let mut said = Vec::new();
+    for n in 0..30 {
+        let command = ["make", "make all"][n % 2];
+        let before = send(&store, &pre("alt", command)).answer;
+        said.push(kind(&before));
+        if matches!(before, Answer::Stop(_)) {
+            break;
+        }
+        if !matches!(before, Answer::Ask(_)) {
+            said.push(kind(&send(&store, &post("alt", command, "make: *** No rule to make target")).answer));
+        }
+    }
+    let asked = said.iter().position(|k| *k == "ask").expect("the user was asked");
+    let stopped = said.iter().position(|k| *k == "stop").expect("then stopped");
+    assert!(said[..asked].contains(&"tell"), "told before: {said:?}");
+    assert!(!said.contains(&"deny"), "no exact repeat to deny: {said:?}");
+    assert!(stopped - asked <= 12, "stopped within six calls of the question: {said:?}");
+}
