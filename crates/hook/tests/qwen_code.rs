@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use looprail_hook::agents::Agent;
+use looprail_hook::event::EventKind;
 use looprail_hook::install::{Scope, Target, install, settings_path};
 use looprail_hook::respond::respond;
 use looprail_hook::session::Hook;
@@ -97,4 +98,32 @@ fn the_hooks_go_into_qwen_settings_with_millisecond_timeouts() {
     assert_eq!(entry["url"], "http://127.0.0.1:8787/v1/hooks/qwen-code");
     assert_eq!(entry["timeout"], 10, "seconds for HTTP hooks");
     assert_eq!(entry["headers"]["Authorization"], "Bearer ${LOOPRAIL_GATEWAY_KEY}");
+}
+
+#[test]
+fn a_turn_going_on_is_no_new_prompt_and_the_echoed_command_is_no_output() {
+    // Qwen Code sends `UserPromptSubmit` with an empty prompt each time a turn goes on after
+    // its calls, and starts a shell result with the command it ran.
+    let continuing = event("UserPromptSubmit", json!({"prompt": "", "prompt_id": "q1########0"}));
+    let kind = Agent::QwenCode.parse(continuing.to_string().as_bytes()).unwrap().kind;
+    assert!(matches!(kind, EventKind::Other(_)), "{kind:?}");
+    let asked = event("UserPromptSubmit", json!({"prompt": "now the tests", "prompt_id": "q1########1"}));
+    assert!(matches!(
+        Agent::QwenCode.parse(asked.to_string().as_bytes()).unwrap().kind,
+        EventKind::UserPrompt
+    ));
+    let outputs: Vec<String> = ["make", "make;"]
+        .iter()
+        .map(|command| {
+            let mut post = call(command);
+            post["tool_response"] = json!({"llmContent": format!("Command: {command}\nDirectory: (root)\nOutput: make: *** No targets.\nExit Code: 2"),
+                "returnDisplay": "make: *** No targets."});
+            match Agent::QwenCode.parse(event("PostToolUse", post).to_string().as_bytes()).unwrap().kind {
+                EventKind::AfterTool(_, output) => output.text,
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(outputs[0], outputs[1], "two spellings, one result");
+    assert!(outputs[0].contains("Output: make: *** No targets."));
 }

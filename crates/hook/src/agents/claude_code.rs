@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 
-use super::{field, text_of, tool_use};
+use super::{field, output_text, text_of, tool_use};
 use crate::HookError;
 use crate::event::{Answer, EventKind, HookEvent, ToolOutput};
 
@@ -39,13 +39,20 @@ pub fn parse(input: &[u8]) -> Result<HookEvent, HookError> {
     let call = || tool_use(&event, event.get("tool_use_id").and_then(Value::as_str).map(str::to_owned));
     let kind = match name {
         "SessionStart" => EventKind::SessionStart,
+        // Qwen Code also sends one, with an empty prompt, each time a turn goes on after its
+        // tool calls: no new request from the user, so no new stretch.
+        "UserPromptSubmit" if event.get("prompt").and_then(Value::as_str) == Some("") => {
+            EventKind::Other("UserPromptSubmit (a turn going on)".to_owned())
+        }
         "UserPromptSubmit" => EventKind::UserPrompt,
         "PreToolUse" => EventKind::BeforeTool(call()?),
         "PostToolUse" => {
             let response = event.get("tool_response").unwrap_or(&Value::Null);
             let failed = response.get("interrupted").and_then(Value::as_bool).unwrap_or(false)
                 || response.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-            EventKind::AfterTool(call()?, ToolOutput { text: text_of(response), failed })
+            let call = call()?;
+            let text = output_text(response, &call.arguments);
+            EventKind::AfterTool(call, ToolOutput { text, failed })
         }
         "PostToolUseFailure" => {
             let error = event.get("error").unwrap_or(&Value::Null);

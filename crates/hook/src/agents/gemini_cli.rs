@@ -13,7 +13,7 @@
 
 use serde_json::{Value, json};
 
-use super::{field, text_of, tool_use};
+use super::{field, output_text, text_of, tool_use};
 use crate::HookError;
 use crate::event::{Answer, EventKind, HookEvent, ToolOutput};
 
@@ -42,11 +42,12 @@ pub fn parse(input: &[u8]) -> Result<HookEvent, HookError> {
         "AfterTool" => {
             let response = event.get("tool_response").unwrap_or(&Value::Null);
             let error = response.get("error").filter(|e| !e.is_null());
+            let call = call()?;
             let text = match error {
                 Some(error) if response.get("llmContent").is_none() => text_of(error),
-                _ => text_of(response.get("llmContent").unwrap_or(response)),
+                _ => output_text(response, &call.arguments),
             };
-            EventKind::AfterTool(call()?, ToolOutput { text, failed: error.is_some() })
+            EventKind::AfterTool(call, ToolOutput { text, failed: error.is_some() })
         }
         // Gemini CLI's end of a turn: no todo nudge through it yet.
         "AfterAgent" => EventKind::Other("AfterAgent".to_owned()),

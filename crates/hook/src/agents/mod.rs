@@ -92,14 +92,30 @@ impl Agent {
     /// What to print on stdout for `answer` to an event of `kind` (empty: nothing).
     pub fn render(self, kind: &EventKind, answer: &Answer) -> String {
         match self {
-            Agent::ClaudeCode | Agent::QwenCode => {
-                claude_code::render(kind, answer).map(|v| v.to_string()).unwrap_or_default()
-            }
+            Agent::ClaudeCode => claude_code::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
+            Agent::QwenCode => qwen_render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
             Agent::GeminiCli => gemini_cli::render(kind, answer).to_string(),
             Agent::Codex => codex::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
             Agent::Copilot => copilot::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
         }
     }
+}
+
+/// Qwen Code's answers: Claude Code's, but a headless Qwen Code goes on after `continue: false`
+/// (it only denies the call), so a stop also tells the model, beside the call's result or in
+/// the denial, that no call will run any more and to end its turn.
+fn qwen_render(kind: &EventKind, answer: &Answer) -> Option<Value> {
+    let mut value = claude_code::render(kind, answer)?;
+    if let Answer::Stop(reason) = answer {
+        let told = format!("{reason} {}", codex::END_TURN);
+        if matches!(kind, EventKind::BeforeTool(_)) {
+            value["hookSpecificOutput"]["permissionDecisionReason"] = Value::String(told);
+        } else if matches!(kind, EventKind::AfterTool(..)) {
+            value["decision"] = Value::String("block".to_owned());
+            value["reason"] = Value::String(told);
+        }
+    }
+    Some(value)
 }
 
 /// The call of a tool event: Claude Code, Qwen Code, Codex and Gemini CLI name the tool `tool_name` and its input `tool_input`
@@ -115,6 +131,22 @@ pub(crate) fn tool_use(event: &Value, id: Option<String>) -> Result<ToolUse, Hoo
 /// A required string field of an event.
 pub(crate) fn field<'a>(event: &'a Value, key: &'static str) -> Result<&'a str, HookError> {
     event.get(key).and_then(Value::as_str).ok_or(HookError::MissingField(key))
+}
+
+/// The output of a call as the model reads it, from a tool's `response`: Gemini CLI's and Qwen
+/// Code's `llmContent` (without the line echoing the shell command, which says nothing new:
+/// two runs of different commands with the same output are the same result), else
+/// [`text_of`] the whole.
+pub(crate) fn output_text(response: &Value, arguments: &str) -> String {
+    let Some(content) = response.get("llmContent") else { return text_of(response) };
+    let Some(content) = content.as_str() else { return text_of(content) };
+    let input: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let Some(command) = input.get("command").and_then(Value::as_str) else { return content.to_owned() };
+    let echo = format!("Command: {command}");
+    if !content.contains(&echo) {
+        return content.to_owned();
+    }
+    content.lines().filter(|line| *line != echo).collect::<Vec<_>>().join("\n")
 }
 
 /// A tool's output as the model reads it: a string as it is; a shell's `stdout` and `stderr`;

@@ -1,0 +1,144 @@
+//! looprail inside the real Qwen Code (issue 66): `looprail hook install qwen-code` writes the
+//! hooks into the project's `.qwen/settings.json`, and `qwen` (the pinned npm release) runs
+//! headless against a local fake OpenAI API. Qwen Code halts a run by itself after five
+//! identical calls in a row; a model alternating two commands with the same failing output
+//! slips past that, and is nudged, given a directive, asked about (which a headless run
+//! denies) and stopped through the hooks: every later call is refused, the model told to end
+//! its turn, which it does, and the CLI exits cleanly. A healthy session of 100 distinct calls
+//! is never touched.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../gateway/tests/common/node.rs"]
+mod node;
+
+use std::path::Path;
+use std::process::Command;
+
+use looprail_gateway::Api;
+use looprail_providers::fake::{FakeServer, Reply, Seen};
+use serde_json::{Value, json};
+
+/// The tool results in a request's messages, as text.
+fn results(body: &Value) -> Vec<String> {
+    let messages = body["messages"].as_array().into_iter().flatten();
+    messages.filter(|m| m["role"] == "tool").map(|m| m["content"].to_string()).collect()
+}
+
+/// Whether a request is the agent's main loop (it declares the shell tool).
+fn main_loop(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "run_shell_command"))
+}
+
+/// A fake OpenAI API: the main loop gets `next(calls so far)`'s command, or with `None` a final
+/// answer. Told that no further call will run, it answers, as a model does.
+async fn model(next: impl Fn(usize) -> Option<String> + Send + Sync + 'static) -> FakeServer {
+    FakeServer::responding(move |body| {
+        let results = results(body);
+        let n = results.len();
+        let told_to_end = results.last().is_some_and(|r| r.contains("end your turn now"));
+        let message = match next(n).filter(|_| main_loop(body) && !told_to_end) {
+            Some(command) => {
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_{n}"),
+                "type": "function", "function": {"name": "run_shell_command",
+                    "arguments": json!({"command": command, "description": "build"}).to_string()}}]})
+            }
+            None => json!({"role": "assistant", "content": format!("done after {n} calls")}),
+        };
+        let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
+        let reply = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1,
+            "model": "gpt-4o-mini", "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}});
+        if body["stream"].as_bool() == Some(true) {
+            return Reply::sse_text(&Api::OpenAi.to_stream(&reply, true));
+        }
+        Reply::json(200, &reply.to_string())
+    })
+    .await
+}
+
+/// Installs the hooks in `work` with the store `store`, then runs `qwen` there against `model`;
+/// returns its exit code and its JSON result.
+async fn qwen(
+    clients: &Path,
+    home: &Path,
+    work: &Path,
+    store: &Path,
+    model: &FakeServer,
+) -> (Option<i32>, Value) {
+    let install = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["hook", "install", "qwen-code", "--project"])
+        .arg(work)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{}", String::from_utf8_lossy(&install.stderr));
+    // Qwen Code writes its JSON through a pipe it does not drain before exiting: a file.
+    let output = work.join("qwen-output.json");
+    let mut command = Command::new("timeout");
+    command
+        .arg("300")
+        .arg(clients.join("node_modules/.bin/qwen"))
+        .args(["run the build", "--auth-type", "openai", "--openai-base-url"])
+        .arg(format!("{}/v1", model.url))
+        .args(["--openai-api-key", "sk-test", "-m", "gpt-4o-mini", "--approval-mode", "yolo", "-o", "json"])
+        .env("HOME", home)
+        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
+        .current_dir(work)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&output).unwrap())
+        .stderr(std::process::Stdio::null());
+    let status = tokio::task::spawn_blocking(move || command.status().unwrap()).await.unwrap();
+    let text = std::fs::read_to_string(&output).unwrap();
+    let events: Value = serde_json::from_str(text.trim()).expect("qwen's JSON output");
+    let result = events.as_array().and_then(|e| e.last()).cloned().unwrap_or_default();
+    (status.code(), result)
+}
+
+fn main_requests(seen: &[Seen]) -> Vec<String> {
+    seen.iter().filter(|r| main_loop(&r.body)).map(|r| r.body.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_alternating_two_failing_commands_is_nudged_asked_and_stopped_through_the_hook() {
+    let Some(clients) = node::clients() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("project");
+    std::fs::create_dir_all(&work).unwrap();
+    // Two spellings of the same failing build, taken in turn, 40 times.
+    let model =
+        model(|n| (n < 40).then(|| format!("echo 'make: *** No rule to make target'{}", [";", ""][n % 2])))
+            .await;
+    let (code, result) = qwen(&clients, dir.path(), &work, &dir.path().join("hooks.db"), &model).await;
+    let requests = main_requests(&model.requests());
+    let nudged = requests.iter().position(|r| r.contains("keep producing the same kind of result"));
+    let directed = requests.iter().position(|r| r.contains("[looprail] Stop repeating"));
+    let stopped = requests.iter().position(|r| r.contains("end your turn now"));
+    assert!(nudged.is_some(), "the model was nudged: {} requests", requests.len());
+    assert!(directed > nudged, "then given a directive");
+    assert!(stopped > directed, "then stopped");
+    let last = results(&serde_json::from_str(requests.last().unwrap()).unwrap());
+    let ran = last.iter().filter(|r| r.contains("Exit Code")).count();
+    assert!(ran <= 16, "the loop was stopped long before the model's 40 calls: {ran} ran");
+    assert_eq!(code, Some(0), "the CLI exits cleanly");
+    assert_eq!(result["is_error"], false);
+    assert!(
+        result["result"].as_str().is_some_and(|r| r.starts_with("done after")),
+        "the model ended its turn"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_session_of_100_distinct_calls_is_never_touched() {
+    let Some(clients) = node::clients() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("project");
+    std::fs::create_dir_all(&work).unwrap();
+    let model = model(|n| (n < 100).then(|| format!("echo step {n}"))).await;
+    let (code, result) = qwen(&clients, dir.path(), &work, &dir.path().join("hooks.db"), &model).await;
+    assert_eq!(code, Some(0));
+    assert_eq!(result["result"], "done after 100 calls");
+    let requests = main_requests(&model.requests());
+    assert!(requests.iter().all(|r| !r.contains("[looprail]")), "no remark, no denial");
+}
