@@ -1,8 +1,10 @@
 //! `POST /v1/hooks/{agent}`: the coding CLIs' hooks over HTTP (Claude Code's `"type": "http"`
 //! hooks). An event is answered exactly as `looprail hook <agent>` answers it on stdin and
 //! stdout, by the same guard stack, with no process started per tool call. A session's state
-//! is a document in the gateway's store (`gateway/hook/<agent>/<session>`), written by
-//! compare-and-swap as conversations are, so replicas on one PostgreSQL share their sessions.
+//! is a document in the gateway's store (`gateway/hook/<agent>/<session>`). Saved before the
+//! answer (PostgreSQL), it is written by compare-and-swap as conversations are, so replicas on
+//! one PostgreSQL share their sessions; saved after the answer (SQLite, one process), the state
+//! lives in memory and is written behind the answer ([`hook_sessions`](crate::hook_sessions)).
 //! A request needs the client key when the model routes do.
 //!
 //! Failures are the agent's non-blocking errors, never a block: a body that is no event of the
@@ -18,8 +20,8 @@ use looprail_hook::agents::Agent;
 use looprail_hook::event::{Answer, EventKind};
 use looprail_hook::session::SessionState;
 
-use crate::Gateway;
 use crate::respond::reply;
+use crate::{Gateway, hook_sessions};
 
 /// Tries at a session's compare-and-swap before giving the event up (as unguarded).
 const SWAP_ATTEMPTS: u32 = 16;
@@ -63,6 +65,32 @@ pub(crate) async fn hooks(
     }
     let key = format!("gateway/hook/{}/{}", agent.name(), event.session);
     let now = looprail_journal::now_ms();
+    let decide = |state: &mut SessionState| match &event.kind {
+        // A session that ended starts afresh if its id comes back.
+        EventKind::SessionEnd => {
+            *state = SessionState::default();
+            Answer::Allow
+        }
+        kind => gateway.hook.handle(state, kind, now),
+    };
+    if gateway.write_behind.after_answer() {
+        let session = gateway.hook_sessions.session(&key);
+        let mut slot = session.lock().await;
+        if let Err(e) = slot.load(&gateway.store, &key).await {
+            return line(503, &format!("the session store cannot be read ({e}); the call goes on unguarded"));
+        }
+        let state = slot.state.get_or_insert_with(SessionState::default);
+        let said = decide(state);
+        let document = match serde_json::to_value(&*state) {
+            Ok(document) => document,
+            Err(e) => return line(500, &format!("the session state: {e}")),
+        };
+        if slot.queue(document) {
+            let writer = hook_sessions::write_behind(Arc::clone(&gateway.store), key, Arc::clone(&session));
+            gateway.write_behind.spawn(writer);
+        }
+        return answer(&said);
+    }
     for _ in 0..SWAP_ATTEMPTS {
         let stored = match gateway.store.load_journal(&key).await {
             Ok(stored) => stored,
@@ -75,14 +103,7 @@ pub(crate) async fn hooks(
         };
         let mut state: SessionState =
             stored.as_ref().and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
-        let said = match &event.kind {
-            // A session that ended starts afresh if its id comes back.
-            EventKind::SessionEnd => {
-                state = SessionState::default();
-                Answer::Allow
-            }
-            kind => gateway.hook.handle(&mut state, kind, now),
-        };
+        let said = decide(&mut state);
         let document = match serde_json::to_value(&state) {
             Ok(document) => document,
             Err(e) => return line(500, &format!("the session state: {e}")),

@@ -45,6 +45,7 @@ mod declared;
 mod finish;
 mod first_message;
 mod group_commit;
+mod hook_sessions;
 mod hooks_route;
 mod http1_pool;
 mod http_client;
@@ -194,6 +195,8 @@ pub struct Gateway {
     group_commit: Option<group_commit::GroupCommit>,
     /// The coding CLIs' hooks served over HTTP (`POST /v1/hooks/{agent}`).
     hook: looprail_hook::session::Hook,
+    /// Their sessions in memory, when saved after the answer.
+    hook_sessions: hook_sessions::HookSessions,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -234,6 +237,7 @@ impl Gateway {
             recent: Mutex::new(newest_kept::NewestKept::new(RECENT_FINGERPRINTS)),
             write_behind,
             group_commit,
+            hook_sessions: hook_sessions::HookSessions::default(),
         }))
     }
 }

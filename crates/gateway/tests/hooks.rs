@@ -116,3 +116,46 @@ async fn client_keys_apply_and_what_is_not_an_event_gets_one_line() {
     let unknown = keyed(&format!("{url}/v1/hooks/vim"), event.to_string()).await.unwrap();
     assert_eq!(unknown.status(), 404);
 }
+
+/// A gateway on the SQLite store at `path`, with its stop.
+async fn sqlite_gateway(
+    path: &std::path::Path,
+    save_order: looprail_gateway::SaveOrder,
+) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let store = looprail_journal::SqliteStore::open(path).await.unwrap();
+    let gateway = Gateway::new(GatewayConfig { save_order, ..Default::default() }, store.into()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(looprail_gateway::serve(listener, gateway, async move {
+        let _ = stopped.await;
+    }));
+    (url, stop, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_kept_in_memory_are_written_behind_and_survive_a_restart() {
+    // On SQLite the answer goes out before the save: the session lives in memory and is written
+    // behind. A stopped gateway has written it; the next one reads it and goes on.
+    let store = common::TempStore::new("hooks-restart");
+    let events = looping_session("restart");
+    let expected = command_hook_answers(&events);
+    let half = events.len() / 2;
+    let client = reqwest::Client::new();
+    let mut answers = Vec::new();
+    for part in [&events[..half], &events[half..]] {
+        let (url, stop, task) = sqlite_gateway(&store, looprail_gateway::SaveOrder::Auto).await;
+        answers.extend(http_answers(&client, &[url], part).await);
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+    assert_eq!(answers, expected, "the second gateway went on from the first one's state");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saving_before_the_answer_gives_the_same_answers() {
+    let store = common::TempStore::new("hooks-before");
+    let (url, _stop, _task) = sqlite_gateway(&store, looprail_gateway::SaveOrder::BeforeAnswer).await;
+    let events = looping_session("before");
+    assert_eq!(http_answers(&reqwest::Client::new(), &[url], &events).await, command_hook_answers(&events));
+}
