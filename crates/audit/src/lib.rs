@@ -94,7 +94,7 @@ pub fn audit(paths: &[PathBuf], config: &LooprailConfig, progress: bool) -> Resu
                             Some(id) => format!("{}#{id}", file.display()),
                             None => file.display().to_string(),
                         };
-                        simulate::run(&name, run.messages, run.logged_peak, config, &counter)
+                        simulate::run(&name, run.messages, run.logged_peak, &run.timeline, config, &counter)
                     })
                     .collect();
                 (runs, note)

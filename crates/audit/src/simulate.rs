@@ -9,7 +9,7 @@ use looprail::core::guard::Counters;
 use looprail::core::message::{Message, Role};
 use looprail::guardrails::DegenerateReplies;
 use looprail::guardrails::default_stack;
-use looprail::guardrails::replay::{LoopTiming, replay_watched};
+use looprail::guardrails::replay::{LoopTiming, Timeline, replay_recorded};
 
 use rayon::prelude::*;
 
@@ -20,11 +20,13 @@ use crate::shape::RunShape;
 const PARALLEL_COUNT_FROM: usize = 1_024;
 
 /// Replays `messages` and measures their context size with and without compaction (`logged_peak`,
-/// the log's own figure, is reported beside them).
+/// the log's own figure, is reported beside them). `timeline`, the log's record of its replies,
+/// spends their cost and time as the run did.
 pub fn run(
     name: &str,
     mut messages: Vec<Message>,
     logged_peak: Option<u64>,
+    timeline: &Timeline,
     config: &LooprailConfig,
     counter: &Arc<MemoCounter>,
 ) -> RunReport {
@@ -42,7 +44,7 @@ pub fn run(
     // Each reply is read by the degenerate-reply watch a live run has (B14); with it off, the
     // watch finds nothing.
     let replies = DegenerateReplies::new(config.guardrails.degenerate_reply.clone());
-    let replayed = replay_watched(&messages, &mut guards, &config.loop_, &per_message, &replies);
+    let replayed = replay_recorded(&messages, &mut guards, &config.loop_, &per_message, &replies, timeline);
     // Tokens a stop would have saved: the part of the conversation after the stop point.
     let saved_tokens = replayed.stopped_at.map_or(0, |at| {
         let cut = messages

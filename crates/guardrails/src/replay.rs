@@ -7,7 +7,7 @@ use looprail_loop_core::event::Event;
 use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
 use looprail_loop_core::message::{Message, Role, ToolCall, ToolResult};
 use looprail_loop_core::outcome::StopCause;
-use looprail_loop_core::provider::{ModelResponse, StopReason};
+use looprail_loop_core::provider::{ModelResponse, StopReason, Usage};
 use looprail_loop_core::tool::ToolChoice;
 use looprail_loop_core::watch::{WatchReplies, WatchedPart, degenerate_reply, inspect};
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 pub use crate::error_patterns::{ErrorClassifier, ErrorPatterns};
 
 mod loops;
+mod timeline;
 pub use loops::{ANSWER_LEVELS, LOOP_DISTINCT, LOOP_WINDOW, LoopTiming, loop_start};
+pub use timeline::{RecordedReply, Timeline};
 
 /// One guard event at a tool call, as the audit reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,7 +185,7 @@ impl Replayer<'_> {
 /// guards act here: no iteration cap, and token budgets count nothing (see [`replay_counted`]
 /// for the whole live stack).
 pub fn replay(messages: &[Message], guards: &mut [Box<dyn Guard>], config: &LoopConfig) -> ReplayReport {
-    replay_with(messages, guards, config, &[], false, None)
+    replay_with(messages, guards, config, &[], false, None, &Timeline::default())
 }
 
 /// [`replay`] with each message's token count (`tokens[i]` for `messages[i]`), so token budgets
@@ -196,7 +198,7 @@ pub fn replay_counted(
     config: &LoopConfig,
     tokens: &[u64],
 ) -> ReplayReport {
-    replay_with(messages, guards, config, tokens, true, None)
+    replay_with(messages, guards, config, tokens, true, None, &Timeline::default())
 }
 
 /// [`replay_counted`] with each recorded reply also read by a degenerate-reply watch (B14): a
@@ -211,7 +213,22 @@ pub fn replay_watched(
     tokens: &[u64],
     replies: &dyn WatchReplies,
 ) -> ReplayReport {
-    replay_with(messages, guards, config, tokens, true, Some(replies))
+    replay_with(messages, guards, config, tokens, true, Some(replies), &Timeline::default())
+}
+
+/// [`replay_watched`] on the log's own record of its replies (`timeline`): each reply's recorded
+/// usage is spent (an estimate where it has none) and priced at the config's prices by its
+/// model, and the guards see the time each request went out, so cost budgets and the soft and
+/// hard time limits stop the replay where they would have stopped the run.
+pub fn replay_recorded(
+    messages: &[Message],
+    guards: &mut [Box<dyn Guard>],
+    config: &LoopConfig,
+    tokens: &[u64],
+    replies: &dyn WatchReplies,
+    timeline: &Timeline,
+) -> ReplayReport {
+    replay_with(messages, guards, config, tokens, true, Some(replies), timeline)
 }
 
 fn replay_with(
@@ -221,8 +238,11 @@ fn replay_with(
     tokens: &[u64],
     caps: bool,
     replies: Option<&dyn WatchReplies>,
+    timeline: &Timeline,
 ) -> ReplayReport {
     let mut counters = Counters { user_turns: 1, ..Counters::default() };
+    // The assistant messages so far: the index of a reply in `timeline`.
+    let mut reply = 0usize;
     let mut report = ReplayReport::default();
     let mut seen_user = false;
     let ask_tool = config.guardrails.ask_human_tool.as_deref();
@@ -240,7 +260,9 @@ fn replay_with(
                 seen_user = true;
             }
             Role::Assistant => {
-                if let Some(stop) = before_turn(messages, i, guards, config, &counters, caps) {
+                let elapsed = timeline.elapsed(reply);
+                counters.mark_stretch_time(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+                if let Some(stop) = before_turn(messages, i, guards, config, &counters, caps, elapsed) {
                     let made = counters.tool_calls;
                     let mut replayer = Replayer {
                         report: std::mem::take(&mut report),
@@ -256,8 +278,16 @@ fn replay_with(
                 let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
                 counters.turns += 1;
                 counters.iterations += 1;
-                counters.usage.input_tokens += prompt;
-                counters.usage.output_tokens += tokens.get(i).copied().unwrap_or(0);
+                let estimated = Usage {
+                    input_tokens: prompt,
+                    output_tokens: tokens.get(i).copied().unwrap_or(0),
+                    ..Usage::default()
+                };
+                counters
+                    .usage
+                    .add(timeline.reply(reply).and_then(|r| r.usage.as_ref()).unwrap_or(&estimated));
+                counters.cost += timeline.cost(reply, config, &estimated);
+                reply += 1;
                 let response = ModelResponse {
                     text: message.joined_text(),
                     tool_calls: calls.clone(),
@@ -266,12 +296,7 @@ fn replay_with(
                     model: String::new(),
                     id: None,
                 };
-                let view = TurnView {
-                    counters: &counters,
-                    messages: &messages[..=i],
-                    config,
-                    elapsed: Default::default(),
-                };
+                let view = TurnView { counters: &counters, messages: &messages[..=i], config, elapsed };
                 if let Some(replies) = replies
                     && degenerate(&response, replies, guards, &view, &mut report)
                 {
@@ -289,12 +314,7 @@ fn replay_with(
                 };
                 counters.tool_calls =
                     counters.tool_calls.saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
-                let view = TurnView {
-                    counters: &counters,
-                    messages: &messages[..=i],
-                    config,
-                    elapsed: Default::default(),
-                };
+                let view = TurnView { counters: &counters, messages: &messages[..=i], config, elapsed };
                 let mut stopped = false;
                 for guard in guards.iter_mut() {
                     stopped |= replayer.take(guard.after_response(&view, &response), ask_tool);
@@ -310,7 +330,7 @@ fn replay_with(
                         counters: &counters,
                         messages: &messages[..=i + answered],
                         config,
-                        elapsed: Default::default(),
+                        elapsed,
                     };
                     for guard in guards.iter_mut() {
                         stopped |= replayer.take(guard.after_tools(&view, &calls, &results), ask_tool);
@@ -370,8 +390,9 @@ fn before_turn(
     config: &LoopConfig,
     counters: &Counters,
     caps: bool,
+    elapsed: std::time::Duration,
 ) -> Option<Vec<Decision>> {
-    let view = TurnView { counters, messages: &messages[..i], config, elapsed: Default::default() };
+    let view = TurnView { counters, messages: &messages[..i], config, elapsed };
     let decisions: Vec<Decision> = guards.iter_mut().flat_map(|g| g.before_turn(&view)).collect();
     if decisions.iter().any(|d| matches!(d, Decision::Stop(_))) {
         return Some(decisions);

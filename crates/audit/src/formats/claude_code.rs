@@ -25,6 +25,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use looprail::core::provider::Usage;
+use looprail::guardrails::replay::RecordedReply;
 use serde_json::Value;
 
 use super::claude_code_harness as harness;
@@ -38,6 +40,24 @@ pub struct Conversation {
     /// The largest prompt its assistant messages' `usage` records: input, cache writes and
     /// cache reads together, as Anthropic counts a request's input.
     pub logged_peak: Option<u64>,
+    /// Each assistant message's record: when its request went out (the time of the line
+    /// before it in its conversation), its model and its usage.
+    pub replies: Vec<RecordedReply>,
+}
+
+/// An assistant message's usage as looprail counts it: cache reads and writes inside the input,
+/// as the Anthropic client counts them.
+fn recorded_usage(message: &Value) -> Option<Usage> {
+    let usage = message.get("usage")?;
+    let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let (read, write) = (field("cache_read_input_tokens"), field("cache_creation_input_tokens"));
+    Some(Usage {
+        input_tokens: field("input_tokens") + read + write,
+        output_tokens: field("output_tokens"),
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        estimated_tokens: 0,
+    })
 }
 
 /// The prompt an assistant message's `usage` says its request had.
@@ -108,6 +128,9 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
     // Conversations whose agent compacted its history and whose summary has not come yet.
     let mut compacted: HashSet<Option<String>> = HashSet::new();
     let mut peaks: HashMap<Option<String>, u64> = HashMap::new();
+    let mut replies: HashMap<Option<String>, Vec<RecordedReply>> = HashMap::new();
+    // The time of each conversation's last line so far (ms since the epoch).
+    let mut last_ms: HashMap<Option<String>, i64> = HashMap::new();
     for &line in lines {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or_default();
         if kind == "system" && line.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
@@ -192,7 +215,22 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
                 conversation.push(message);
             }
         }
+        let at = line.get("timestamp").and_then(Value::as_str).and_then(super::time::epoch_ms);
+        let sent = last_ms.get(&key).copied().or(at);
+        if let Some(at) = at {
+            last_ms.insert(key.clone(), at);
+        }
         if role == "assistant" {
+            let recorded = replies.entry(key.clone()).or_default();
+            let model = message.get("model").and_then(Value::as_str).map(str::to_owned);
+            match recorded.last_mut() {
+                // A block of the same reply: its latest usage is the reply's.
+                Some(last) if continues => {
+                    last.usage = recorded_usage(message).or(last.usage.take());
+                    last.model = model.or(last.model.take());
+                }
+                _ => recorded.push(RecordedReply { sent_ms: sent, model, usage: recorded_usage(message) }),
+            }
             if let Some(prompt) = prompt_tokens(message) {
                 let peak = peaks.entry(key.clone()).or_default();
                 *peak = (*peak).max(prompt);
@@ -207,7 +245,8 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
         .filter_map(|key| {
             let messages = by_key.remove(&key)?;
             let logged_peak = peaks.get(&key).copied();
-            (!messages.is_empty()).then_some(Conversation { key, messages, logged_peak })
+            let replies = replies.remove(&key).unwrap_or_default();
+            (!messages.is_empty()).then_some(Conversation { key, messages, logged_peak, replies })
         })
         .collect()
 }

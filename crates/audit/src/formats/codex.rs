@@ -11,12 +11,14 @@
 //! payload `message` and, in newer versions, `replacement_history`) restarts the context.
 
 use looprail::core::message::{ContentPart, HISTORY_SUMMARY, Message, Role};
+use looprail::core::provider::Usage;
 use looprail::core::transcript::responses;
+use looprail::guardrails::replay::RecordedReply;
 use serde_json::Value;
 
-/// The items of a rollout, unwrapped.
-fn items(lines: &[Value]) -> impl Iterator<Item = &Value> {
-    lines.iter().filter_map(|line| match line.get("type").and_then(Value::as_str) {
+/// The item a rollout's line holds, unwrapped.
+fn item_of(line: &Value) -> Option<&Value> {
+    match line.get("type").and_then(Value::as_str) {
         Some("response_item") => line.get("payload"),
         Some(
             "message"
@@ -29,7 +31,7 @@ fn items(lines: &[Value]) -> impl Iterator<Item = &Value> {
             | "compacted",
         ) => Some(line),
         _ => None,
-    })
+    }
 }
 
 /// True for the first line of a rollout written before the `{timestamp, type, payload}`
@@ -114,27 +116,76 @@ fn exit_code(output: &str) -> Option<i64> {
 /// ([`responses`]); Codex's preambles are context (system messages), and where Codex compacted
 /// its history a [`HISTORY_SUMMARY`] message holds what it went on with.
 pub fn messages(lines: &[Value]) -> Result<Vec<Message>, String> {
+    read(lines).map(|(messages, _)| messages)
+}
+
+/// [`messages`], with each assistant message's record: when its request went out (the time of
+/// the rollout's line before it), the model of the turn (`turn_context`) and the usage the
+/// `token_count` events after it report (`info.last_token_usage`, input with cached tokens as
+/// OpenAI counts it; two requests merged into one message add up).
+pub fn read(lines: &[Value]) -> Result<(Vec<Message>, Vec<RecordedReply>), String> {
     let mut out: Vec<Message> = Vec::new();
-    for (index, item) in items(lines).enumerate() {
-        let mut next = match item.get("type").and_then(Value::as_str) {
-            Some("compacted") => {
-                vec![Message::internal_user(HISTORY_SUMMARY, compacted_text(item.get("payload"))?)]
+    let mut replies: Vec<RecordedReply> = Vec::new();
+    let (mut last_ms, mut model) = (None, None);
+    let mut index = 0;
+    for line in lines {
+        let at = line.get("timestamp").and_then(Value::as_str).and_then(super::time::epoch_ms);
+        let payload = line.get("payload");
+        match line.get("type").and_then(Value::as_str) {
+            Some("turn_context") => {
+                model = payload.and_then(|p| p.get("model")).and_then(Value::as_str).map(str::to_owned);
             }
-            _ => responses::item_messages(item).map_err(|e| format!("item {index}: {e}"))?,
-        };
-        for message in &mut next {
-            if message.role == Role::User && message.joined_text().is_some_and(|t| is_preamble(&t)) {
-                message.role = Role::System;
-            }
-            for part in &mut message.content {
-                if let ContentPart::ToolResult(result) = part {
-                    result.is_error |= exit_code(&result.content).is_some_and(|code| code != 0);
+            Some("event_msg") => {
+                let used = payload
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("token_count"))
+                    .and_then(|p| p.pointer("/info/last_token_usage"));
+                if let (Some(used), Some(reply)) = (used, replies.last_mut()) {
+                    let n = |key: &str| used.get(key).and_then(Value::as_u64).unwrap_or(0);
+                    let usage = Usage {
+                        input_tokens: n("input_tokens"),
+                        output_tokens: n("output_tokens"),
+                        cache_read_tokens: n("cached_input_tokens"),
+                        ..Usage::default()
+                    };
+                    reply.usage.get_or_insert_with(Usage::default).add(&usage);
                 }
             }
+            _ => {}
         }
-        responses::push_item(&mut out, next);
+        if let Some(item) = item_of(line) {
+            let kept = out.len();
+            push(&mut out, item, index)?;
+            index += 1;
+            // An item either joins the last message or adds messages after it.
+            for _ in out[kept..].iter().filter(|m| m.role == Role::Assistant) {
+                replies.push(RecordedReply { sent_ms: last_ms.or(at), model: model.clone(), usage: None });
+            }
+        }
+        last_ms = at.or(last_ms);
     }
-    Ok(out)
+    Ok((out, replies))
+}
+
+/// Adds the messages of the rollout's `index`-th item to `out`.
+fn push(out: &mut Vec<Message>, item: &Value, index: usize) -> Result<(), String> {
+    let mut next = match item.get("type").and_then(Value::as_str) {
+        Some("compacted") => {
+            vec![Message::internal_user(HISTORY_SUMMARY, compacted_text(item.get("payload"))?)]
+        }
+        _ => responses::item_messages(item).map_err(|e| format!("item {index}: {e}"))?,
+    };
+    for message in &mut next {
+        if message.role == Role::User && message.joined_text().is_some_and(|t| is_preamble(&t)) {
+            message.role = Role::System;
+        }
+        for part in &mut message.content {
+            if let ContentPart::ToolResult(result) = part {
+                result.is_error |= exit_code(&result.content).is_some_and(|code| code != 0);
+            }
+        }
+    }
+    responses::push_item(out, next);
+    Ok(())
 }
 
 #[cfg(test)]

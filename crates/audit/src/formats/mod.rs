@@ -28,10 +28,12 @@ mod registry;
 mod robustness;
 mod swe_agent;
 mod tau_bench;
+mod time;
 mod vercel_ai;
 
-use looprail::core::message::{ContentPart, HISTORY_SUMMARY, InternalTag, Message};
+use looprail::core::message::{ContentPart, HISTORY_SUMMARY, InternalTag, Message, Role};
 use looprail::core::transcript::read_log;
+use looprail::guardrails::replay::{RecordedReply, Timeline};
 use serde_json::Value;
 
 pub use log::{JsonLines, Log};
@@ -99,11 +101,24 @@ pub struct FoundRun {
     /// The largest prompt the log itself says the provider counted (Claude Code's `usage`,
     /// Codex's `token_count`), in the provider's own tokens; `None` when the log records none.
     pub logged_peak: Option<u64>,
+    /// What the log records of each reply (when its request went out, its model, its usage),
+    /// for the replay of cost and time limits; empty when it records none.
+    pub timeline: Timeline,
 }
 
 impl FoundRun {
     fn new(id: Option<String>, messages: Vec<Message>) -> Self {
-        Self { id, messages, logged_peak: None }
+        Self { id, messages, logged_peak: None, timeline: Timeline::default() }
+    }
+
+    /// `replies` as this run's timeline when they match its assistant messages one to one (a
+    /// reader that cannot tell them apart records nothing rather than misplace a time).
+    fn with_replies(mut self, replies: Vec<RecordedReply>) -> Self {
+        let assistants = self.messages.iter().filter(|m| m.role == Role::Assistant).count();
+        if replies.len() == assistants {
+            self.timeline = Timeline::new(replies);
+        }
+        self
     }
 }
 

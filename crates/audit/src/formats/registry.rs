@@ -71,8 +71,8 @@ impl LogFormat for CodexRollout {
 
     fn read(&self, log: &Log<'_>) -> Option<Result<FileRuns, String>> {
         let lines = agent_lines(log).filter(|lines| codex::detect(lines))?;
-        Some(codex::messages(lines).map(|messages| {
-            let mut run = FoundRun::new(None, messages);
+        Some(codex::read(lines).map(|(messages, replies)| {
+            let mut run = FoundRun::new(None, messages).with_replies(replies);
             run.logged_peak = codex::logged_peak(lines);
             from_lines(log, FileRuns::single(run))
         }))
@@ -99,7 +99,8 @@ impl LogFormat for ClaudeCode {
             let key = conversation.key;
             let name = key.as_deref().map_or_else(|| "the main conversation".to_owned(), |k| format!("#{k}"));
             let messages = read_chat(conversation.messages).map_err(|e| format!("{name}: {e}"))?;
-            Ok(FoundRun { id: key, messages, logged_peak: conversation.logged_peak })
+            let run = FoundRun { logged_peak: conversation.logged_peak, ..FoundRun::new(key, messages) };
+            Ok(run.with_replies(conversation.replies))
         });
         Some(FileRuns::each(conversations).map(|runs| from_lines(log, runs)))
     }

@@ -268,7 +268,7 @@ proptest! {
             let config = looprail::LooprailConfig::default();
             let counter = Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::default())));
             for run in file.runs {
-                let _ = super::super::simulate::run("fuzz", run.messages, run.logged_peak, &config, &counter);
+                let _ = super::super::simulate::run("fuzz", run.messages, run.logged_peak, &run.timeline, &config, &counter);
             }
         }
     }
