@@ -1,7 +1,8 @@
 //! The hook endpoint's sessions kept in memory, for a store this gateway alone writes (SQLite,
 //! saving after the answer, as conversations are; see `write_behind`): an event is decided on
 //! the session's state in memory and answered at once, and the state is written behind the
-//! answer, one session's writes in order, the newest state only when several wait. A session
+//! answer (20 ms after it), one session's writes in order, the newest state only when several
+//! wait. A session
 //! not in memory is read from the store first. The gateway's shutdown waits for the writes.
 //!
 //! Sessions stay in memory up to [`SESSIONS_KEPT`]; past that, idle ones (no event deciding,
@@ -16,6 +17,11 @@ use serde_json::Value;
 
 /// How many sessions are kept in memory before idle ones are dropped.
 pub(crate) const SESSIONS_KEPT: usize = 4096;
+
+/// How long a session's state waits before it is written: the events of one burst (a call's
+/// `PreToolUse` and `PostToolUse` of a quick tool, a stretch's start) become one write, made
+/// while the agent runs its tool rather than while it waits for an answer.
+const WRITE_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// One session: its state as decided, and what the store holds of it.
 #[derive(Default)]
@@ -80,6 +86,7 @@ impl Session {
 /// the state in memory, written with the session's next event.
 pub(crate) async fn write_behind(store: SharedStore, key: String, session: Arc<tokio::sync::Mutex<Session>>) {
     loop {
+        tokio::time::sleep(WRITE_AFTER).await;
         let (document, expected) = {
             let mut slot = session.lock().await;
             match slot.pending.take() {
