@@ -120,6 +120,18 @@ pub fn gateway_peers() -> Result<usize, String> {
     };
     let mut bench = Command::new(crate::cargo_bin());
     bench.args(["bench", "-q", "-p", "looprail-gateway", "--bench", "peers"]).current_dir(&root);
+    // The plain release build beside the packaged one, when they differ.
+    let release = root.join("target/release/looprail");
+    if looprail != release {
+        let built = Command::new(crate::cargo_bin())
+            .args(["build", "--release", "-q", "-p", "looprail-cli", "--bin", "looprail"])
+            .current_dir(&root)
+            .status()
+            .is_ok_and(|s| s.success());
+        if built {
+            bench.env("LOOPRAIL_PEERS_RELEASE", &release);
+        }
+    }
     bench.env("LOOPRAIL_PEERS_LOOPRAIL", looprail).env("LOOPRAIL_PEERS_LOOPRAIL_BUILD", build);
     for (name, found) in [("NGINX", nginx()), ("LITELLM", litellm(&root))] {
         match found {

@@ -14,8 +14,21 @@ use crate::requests::{Api, IN_FLIGHT, body, in_flight, nth};
 
 /// A request ready to send: its conversation's name and its body.
 pub struct Prepared {
-    run: String,
+    run: Option<String>,
     body: String,
+}
+
+impl Prepared {
+    /// A request of an unnamed conversation (the gateway recognises it by its content).
+    pub fn unnamed(body: String) -> Self {
+        Self { run: None, body }
+    }
+}
+
+/// Whether the small cells name their conversations (`x-looprail-run`): only with
+/// `LOOPRAIL_PEERS_NAMED=1`. Agents send no name; the gateway recognises their conversations.
+fn named() -> bool {
+    std::env::var("LOOPRAIL_PEERS_NAMED").is_ok_and(|v| v == "1") && !crate::requests::training()
 }
 
 /// The key every request carries (LiteLLM's master key; the others do not check it).
@@ -67,7 +80,12 @@ struct Cell {
 impl Target {
     /// A target with its own connection pool.
     pub fn new(system: &'static str, base: String) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder().timeout(TIMEOUT).pool_max_idle_per_host(4_096).build()?;
+        let mut client = reqwest::Client::builder().timeout(TIMEOUT).pool_max_idle_per_host(4_096);
+        // The HTTPS upstream (reached direct) is certified by the bench's own CA.
+        if let Ok(pem) = std::fs::read(crate::upstream::tls_dir().join("ca.pem")) {
+            client = client.add_root_certificate(reqwest::Certificate::from_pem(&pem)?);
+        }
+        let client = client.build()?;
         let cell = Arc::new(Mutex::new(Cell { in_flight: IN_FLIGHT, ..Cell::default() }));
         Ok(Self { system, base, pid: None, client, cell, probes: Arc::new(AtomicU64::new(0)) })
     }
@@ -91,7 +109,7 @@ impl Target {
         // from another cell's.
         let run =
             format!("{}-{}-{}-{stream}-{number}-{conversation}", self.system, std::process::id(), api.name());
-        Prepared { body: body(api, stream, &run, calls), run }
+        Prepared { body: body(api, stream, &run, calls), run: Some(run) }
     }
 
     /// A request measured by no cell (a check that the system answers): a conversation of its
@@ -99,7 +117,7 @@ impl Target {
     pub fn probe_body(&self, api: Api) -> Prepared {
         let n = self.probes.fetch_add(1, Ordering::Relaxed);
         let run = format!("{}-{}-{}-probe-{n}", self.system, std::process::id(), api.name());
-        Prepared { body: body(api, false, &run, 1), run }
+        Prepared { body: body(api, false, &run, 1), run: Some(run) }
     }
 
     /// Sends `request`, timing from `due` (now, or when it was sent).
@@ -118,9 +136,8 @@ impl Target {
             .header("authorization", format!("Bearer {CLIENT_KEY}"))
             .header("x-api-key", CLIENT_KEY)
             .header("anthropic-version", "2023-06-01");
-        // The training workload's conversations are unnamed: the gateway recognises them.
-        if !crate::requests::training() {
-            post = post.header("x-looprail-run", request.run);
+        if let Some(run) = request.run.filter(|_| named()) {
+            post = post.header("x-looprail-run", run);
         }
         let response = post.body(request.body).send().await;
         let Ok(response) = response else { return failed(due) };
@@ -185,11 +202,12 @@ pub async fn open(target: &Target, api: Api, stream: bool, rps: f64, length: Dur
     let mut tasks = Vec::with_capacity(count);
     for i in 0..count {
         let body = target.next_body(api, stream);
-        tokio::time::sleep_until((started + Duration::from_secs_f64(i as f64 / rps)).into()).await;
-        // Timed from now, not from when it was due: the timer wakes up to a millisecond late,
-        // and the generator never waits for an answer, so no queue hides behind the lateness.
-        let (target, sent) = (target.clone(), Instant::now());
-        tasks.push(tokio::spawn(async move { target.send(api, body, sent).await }));
+        let due = started + Duration::from_secs_f64(i as f64 / rps);
+        tokio::time::sleep_until(due.into()).await;
+        // Timed from when it was due: a generator (or a machine) that falls behind counts
+        // against the system measured, never hides a queue.
+        let target = target.clone();
+        tasks.push(tokio::spawn(async move { target.send(api, body, due).await }));
     }
     collect(tasks, started).await
 }

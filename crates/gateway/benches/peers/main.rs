@@ -19,10 +19,17 @@
 //! direct); `LOOPRAIL_PEERS_LOADS=1,100,1000,max` the loads named, in that order (`1` is the one client in turn; `1,max,1` measures it before and
 //! after the highest rate); `LOOPRAIL_PEERS_BASELINE=<looprail binary>` adds
 //! that build as the system `baseline`, to compare a change with the build before it;
-//! `LOOPRAIL_PEERS_FS_WAIT_S` caps the wait for a settled filesystem (default 420 s).
+//! `LOOPRAIL_PEERS_RELEASE=<looprail binary>` the plain release build as `release`, beside the
+//! packaged (profile-guided) one the xtask passes;
+//! `LOOPRAIL_PEERS_FS_WAIT_S` caps the wait for a settled filesystem (default 420 s);
+//! `LOOPRAIL_PEERS_TRAFFIC=small|agent` measures only the small requests' cells or only the
+//! agent-traffic cells ([`agent`]; both by default); `LOOPRAIL_PEERS_NAMED=1` names the small
+//! cells' conversations (`x-looprail-run`; unnamed by default, as agents send them).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+mod agent;
+mod agent_requests;
 mod load;
 mod quiet;
 mod report;
@@ -88,11 +95,16 @@ async fn systems(
     if let Some(baseline) = std::env::var_os("LOOPRAIL_PEERS_BASELINE") {
         peers.insert(2, ("baseline", Ok(PathBuf::from(baseline))));
     }
+    // LOOPRAIL_PEERS_RELEASE=<the plain release build>: measured beside the packaged one, as
+    // `release`, so the profile-guided build's share of the figures shows.
+    if let Some(release) = std::env::var_os("LOOPRAIL_PEERS_RELEASE") {
+        peers.insert(2, ("release", Ok(PathBuf::from(release))));
+    }
     // LOOPRAIL_PEERS_SYSTEMS=nginx,looprail measures only those (beside the upstream direct).
     let only = std::env::var("LOOPRAIL_PEERS_SYSTEMS").ok();
     for (system, program) in peers {
         let program = match &only {
-            Some(only) if system != "baseline" && !only.split(',').any(|s| s.trim() == system) => {
+            Some(only) if !matches!(system, "baseline" | "release") && !only.split(',').any(|s| s.trim() == system) => {
                 Err("not chosen (LOOPRAIL_PEERS_SYSTEMS)".to_owned())
             }
             _ => program,
@@ -264,6 +276,78 @@ async fn measure(targets: &[Target], skipped: &[(&'static str, String)], lengths
     rows
 }
 
+/// Warms every system: connections open, caches and the store's file in use.
+async fn warm(targets: &[Target]) {
+    for target in targets {
+        for api in [Api::OpenAi, Api::Anthropic] {
+            for stream in [false, true] {
+                load::closed(target, api, stream, 8, Duration::from_millis(300)).await;
+            }
+        }
+    }
+}
+
+/// How many slow streams one system can hold here: a proxy keeps two sockets per stream (the
+/// client's and the upstream's), and so does this process (the client and the fake upstream);
+/// the open-file limit caps both.
+fn stream_capacity() -> usize {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1_024);
+    (soft.saturating_sub(512) / 2).min(10_000)
+}
+
+/// The agent-traffic cells (see [`agent`]), every system in each.
+async fn measure_agent(targets: &[Target], quick: bool) -> Vec<agent::AgentRow> {
+    let (repeats, conversations, steps) = if quick { (1, 2, 5) } else { (3, 4, 10) };
+    let mut rows = agent::bodies(targets, repeats, conversations, steps).await;
+    let (count, rate) = if quick { (1_000, 500.0) } else { (10_000, 500.0) };
+    let mut direct: Option<agent::AgentRow> = None;
+    for target in targets {
+        eprintln!("measuring {count} conversations through {}", target.system);
+        quiet::quiet().await;
+        let (samples, _) = agent::conversations(target, count, rate).await;
+        let row = agent::row(format!("conversations {count}"), target.system, &samples, direct.as_ref());
+        if target.system == "direct" {
+            direct = Some(row.clone());
+        }
+        rows.push(row);
+        settle(target, Api::Anthropic).await;
+    }
+    let widest = stream_capacity();
+    let counts: Vec<usize> = if quick { vec![200] } else { vec![1_000, widest] };
+    for count in counts {
+        let mut direct: Option<agent::AgentRow> = None;
+        for target in targets {
+            eprintln!("measuring {count} slow streams through {}", target.system);
+            quiet::quiet().await;
+            if let Some(pid) = target.pid {
+                systems::reset_peak_rss(pid);
+            }
+            let samples = agent::slow_streams(target, count).await;
+            let mut row =
+                agent::row(format!("slow streams {count}"), target.system, &samples, direct.as_ref());
+            row.peak_rss_mb = target.pid.and_then(systems::peak_rss_mb);
+            if target.system == "direct" {
+                direct = Some(row.clone());
+            }
+            rows.push(row);
+            settle(target, Api::Anthropic).await;
+        }
+    }
+    rows
+}
+
+/// Whether the agent-traffic cells run (`LOOPRAIL_PEERS_TRAFFIC`: `small`, `agent` or both,
+/// the default).
+fn traffic(kind: &str) -> bool {
+    std::env::var("LOOPRAIL_PEERS_TRAFFIC").map_or(true, |v| v.split(',').any(|k| k.trim() == kind))
+}
+
 async fn run() -> Result<usize, String> {
     let quick = std::env::var("LOOPRAIL_PEERS_QUICK").is_ok_and(|v| v == "1");
     let lengths = if quick {
@@ -304,18 +388,33 @@ async fn run() -> Result<usize, String> {
             Err(reason) => skipped.push((system, reason)),
         }
     }
-    // Warm every system: connections open, caches and the store's file in use.
-    for target in &targets {
-        for api in [Api::OpenAi, Api::Anthropic] {
-            for stream in [false, true] {
-                load::closed(target, api, stream, 8, Duration::from_millis(300)).await;
+    warm(&targets).await;
+    let rows = if traffic("small") { measure(&targets, &skipped, &lengths).await } else { Vec::new() };
+    drop(running);
+    // The agent-traffic cells over HTTPS: the systems again, in front of the upstream's TLS
+    // twin, trusting the bench's CA.
+    let agent_rows = if traffic("agent") {
+        let tls = upstream::start_tls().await.map_err(|e| format!("cannot start the HTTPS upstream: {e}"))?;
+        let sub = dir.path().join("https");
+        let _ = std::fs::create_dir_all(&sub);
+        let (mut targets, mut running) = (Vec::new(), Vec::new());
+        for (system, entry) in systems(&tls, &sub).await {
+            match entry {
+                Ok((target, process)) => {
+                    targets.push(target);
+                    running.extend(process);
+                }
+                Err(reason) => eprintln!("{system}: not in the agent-traffic cells: {reason}"),
             }
         }
-    }
-    let rows = measure(&targets, &skipped, &lengths).await;
-    drop(running);
+        warm(&targets).await;
+        measure_agent(&targets, quick).await
+    } else {
+        Vec::new()
+    };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     report::print(&rows);
+    agent::print(&agent_rows);
     let out = std::env::var_os("LOOPRAIL_PEERS_OUT")
         .map_or_else(|| workspace().join("target/bench/gateway-peers.json"), PathBuf::from);
     if let Some(parent) = out.parent() {
@@ -327,11 +426,14 @@ async fn run() -> Result<usize, String> {
             "litellm": std::env::var("LOOPRAIL_PEERS_LITELLM_VERSION").ok(),
             "looprail_build": std::env::var("LOOPRAIL_PEERS_LOOPRAIL_BUILD").ok()},
         "rows": rows.iter().map(|r| r.json(cores)).collect::<Vec<_>>(),
+        "agent_rows": agent::json(&agent_rows),
     });
     let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
     std::fs::write(&out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("rows written to {}", out.display());
-    Ok(targets::check(&rows, MAX_CLIENTS))
+    let small = if traffic("small") { targets::check(&rows, MAX_CLIENTS) } else { 0 };
+    let agent = if traffic("agent") { targets::check_agent(&agent_rows, stream_capacity()) } else { 0 };
+    Ok(small + agent)
 }
 
 /// Creating a file slower than this (µs) is the filesystem still skipping recently freed inodes

@@ -4,8 +4,8 @@
 //! a conversation's next request comes long after its last was answered, as an agent's does).
 //! Each cell (a load, an API, streamed or not) sends conversations of its own and runs them
 //! whole, so a tenth of its requests start a conversation, as in an agent's run of ten steps.
-//! The client names its conversation (`x-looprail-run`), as an agent framework may; the gateway
-//! reads and writes its state on every request all the same.
+//! The client sends no conversation name, as agents do (the gateway recognises each by its
+//! content); `LOOPRAIL_PEERS_NAMED=1` names them (`x-looprail-run`), as an agent framework may.
 //!
 //! The profile-guided build is trained on another workload ([`training`], set by
 //! `LOOPRAIL_PEERS_TRAINING=1`): unnamed conversations (the gateway recognises them by their

@@ -59,6 +59,45 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// Process `pid` and every process below it.
+fn tree(pid: u32) -> Vec<u32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(id) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let parent = rest.split_whitespace().nth(1).and_then(|f| f.parse::<u32>().ok()).unwrap_or(0);
+        parents.push((id, parent));
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(parents.iter().filter(|(_, p)| *p == parent).map(|(id, _)| *id));
+        i += 1;
+    }
+    tree
+}
+
+/// Forgets the peak resident memory of `pid`'s processes (`/proc/<pid>/clear_refs`), so the
+/// next [`peak_rss_mb`] is the peak from now.
+pub fn reset_peak_rss(pid: u32) {
+    for id in tree(pid) {
+        let _ = std::fs::write(format!("/proc/{id}/clear_refs"), "5");
+    }
+}
+
+/// The peak resident memory of `pid`'s processes, added up (MB; `VmHWM` of each).
+pub fn peak_rss_mb(pid: u32) -> Option<f64> {
+    let mut kb = 0u64;
+    for id in tree(pid) {
+        let status = std::fs::read_to_string(format!("/proc/{id}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        kb += line.split_whitespace().nth(1)?.parse::<u64>().ok()?;
+    }
+    Some(kb as f64 / 1024.0)
+}
+
 /// How long a system asked to stop may take before it is killed.
 const STOPPING: Duration = Duration::from_secs(5);
 
@@ -142,7 +181,19 @@ async fn start(
 /// no buffering (streams pass as they come), no access log.
 pub async fn nginx(program: &Path, upstream: &str, dir: &Path) -> Result<Running, String> {
     let port = free_port()?;
-    let upstream = upstream.trim_start_matches("http://");
+    // An HTTPS upstream: verified against the bench's CA, sessions reused on kept-alive
+    // connections.
+    let (scheme, tls) = match upstream.strip_prefix("https://") {
+        Some(_) => (
+            "https",
+            format!(
+                "      proxy_ssl_verify on;\n      proxy_ssl_trusted_certificate {};\n      proxy_ssl_name localhost;\n      proxy_ssl_server_name on;\n      proxy_ssl_session_reuse on;\n",
+                crate::upstream::tls_dir().join("ca.pem").display()
+            ),
+        ),
+        None => ("http", String::new()),
+    };
+    let upstream = upstream.trim_start_matches("http://").trim_start_matches("https://");
     let dir_text = dir.display();
     let conf = format!(
         "worker_processes auto;\nuser root;\npid {dir_text}/nginx.pid;\nerror_log {dir_text}/nginx-error.log warn;\n\
@@ -150,7 +201,7 @@ pub async fn nginx(program: &Path, upstream: &str, dir: &Path) -> Result<Running
          http {{\n  access_log off;\n  client_body_temp_path {dir_text}/body;\n  proxy_temp_path {dir_text}/proxy;\n\
          \x20 fastcgi_temp_path {dir_text}/fastcgi;\n  uwsgi_temp_path {dir_text}/uwsgi;\n  scgi_temp_path {dir_text}/scgi;\n\
          \x20 keepalive_requests 1000000;\n  upstream fake {{ server {upstream}; keepalive 256; }}\n\
-         \x20 server {{\n    listen 127.0.0.1:{port};\n    location / {{\n      proxy_pass http://fake;\n\
+         \x20 server {{\n    listen 127.0.0.1:{port};\n    location / {{\n      proxy_pass {scheme}://fake;\n{tls}\
          \x20     proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n      proxy_buffering off;\n    }}\n  }}\n}}\n"
     );
     let path = dir.join("nginx.conf");
@@ -184,6 +235,8 @@ pub async fn litellm(program: &Path, upstream: &str, dir: &Path) -> Result<Runni
         .env("LITELLM_LOG", "ERROR")
         .env("LITELLM_TELEMETRY", "False")
         .env("LITELLM_MASTER_KEY", crate::load::CLIENT_KEY)
+        // The HTTPS upstream's CA, for its HTTP clients (httpx and aiohttp read it).
+        .env("SSL_CERT_FILE", crate::upstream::tls_dir().join("ca.pem"))
         .current_dir(dir);
     start("litellm", command, format!("http://127.0.0.1:{port}"), &dir.join("litellm.log")).await
 }
@@ -210,6 +263,8 @@ pub async fn looprail(
         .env_remove("LOOPRAIL_STORE")
         .env_remove("LOOPRAIL_GATEWAY_KEY")
         .env_remove("LOOPRAIL_CONFIG")
+        // The HTTPS upstream's CA (the platform's certificate store reads it).
+        .env("SSL_CERT_FILE", crate::upstream::tls_dir().join("ca.pem"))
         .env("RUST_LOG", "warn");
     start(system, command, format!("http://127.0.0.1:{port}"), &dir.join("looprail.log")).await
 }

@@ -1,6 +1,7 @@
 //! The targets, checked on the rows of one run: each a line with its figures and
 //! whether it passed (a peer that could not be measured fails the comparison with it).
 
+use crate::agent::AgentRow;
 use crate::report::{Load, Row};
 
 fn find<'a>(rows: &'a [Row], system: &str, api: &str, stream: bool, load: Load) -> Option<&'a Row> {
@@ -61,5 +62,28 @@ pub fn check(rows: &[Row], max_clients: usize) -> usize {
             figures,
         );
     }
+    failed
+}
+
+/// The agent-traffic targets; returns how many were missed. `streams`: the most slow streams this
+/// machine's open-file limit lets one system hold.
+pub fn check_agent(rows: &[AgentRow], streams: usize) -> usize {
+    println!("\nagent-traffic targets (this machine, this run; the upstream over plain HTTP)");
+    let mut failed = 0;
+    let find = |cell: &str, system: &str| rows.iter().find(|r| r.cell == cell && r.system == system);
+    let ours = find("body 150 KB", "looprail").and_then(|r| r.added);
+    let figures = ours.map(|(p50, p99)| (format!("{p50:.3} / {p99:.3} ms"), p50 <= 0.5 && p99 <= 2.0));
+    line(&mut failed, "150 KB unnamed, 1 client: added p50 <= 0.5 ms, p99 <= 2 ms".into(), figures);
+    let theirs = find("body 150 KB", "litellm").and_then(|r| r.added);
+    let figures = ours.zip(theirs).map(|((_, p99), (_, litellm))| {
+        (format!("{p99:.3} vs {litellm:.3} ms"), p99.max(0.0) * 10.0 <= litellm)
+    });
+    line(&mut failed, "150 KB unnamed, 1 client: added p99 >= 10x below LiteLLM".into(), figures);
+    let cell = format!("slow streams {streams}");
+    let figures = find(&cell, "looprail").map(|r| {
+        let mb = r.peak_rss_mb.unwrap_or(f64::MAX);
+        (format!("{} errors, {mb:.0} MB", r.errors), r.errors == 0 && mb <= 1_024.0 && streams >= 10_000)
+    });
+    line(&mut failed, format!("10,000 slow streams (here {streams}): 0 errors, peak RSS <= 1 GB"), figures);
     failed
 }
