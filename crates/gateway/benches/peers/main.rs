@@ -104,7 +104,10 @@ async fn systems(
     let only = std::env::var("LOOPRAIL_PEERS_SYSTEMS").ok();
     for (system, program) in peers {
         let program = match &only {
-            Some(only) if !matches!(system, "baseline" | "release") && !only.split(',').any(|s| s.trim() == system) => {
+            Some(only)
+                if !matches!(system, "baseline" | "release")
+                    && !only.split(',').any(|s| s.trim() == system) =>
+            {
                 Err("not chosen (LOOPRAIL_PEERS_SYSTEMS)".to_owned())
             }
             _ => program,

@@ -156,10 +156,7 @@ fn app() -> Router {
             "/v1/chat/completions",
             post(|body: Bytes| async move { answer(&body, OPENAI, &OPENAI_STREAM) }),
         )
-        .route(
-            "/v1/messages",
-            post(|body: Bytes| async move { answer(&body, ANTHROPIC, &ANTHROPIC_STREAM) }),
-        )
+        .route("/v1/messages", post(|body: Bytes| async move { answer(&body, ANTHROPIC, &ANTHROPIC_STREAM) }))
 }
 
 /// Serves the fake upstream on 127.0.0.1; returns its base URL (without `/v1`).
