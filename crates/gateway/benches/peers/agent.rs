@@ -203,11 +203,12 @@ pub async fn conversations(target: &Target, count: usize, rps: f64) -> (Vec<Samp
 /// `count` slow streams at once through `target` (started over half a second); each one's
 /// time to its first and last byte and whether it failed.
 pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .pool_max_idle_per_host(count)
-        .build()
-        .expect("client");
+    let mut client =
+        reqwest::Client::builder().timeout(Duration::from_secs(120)).pool_max_idle_per_host(count);
+    if let Ok(pem) = std::fs::read(crate::upstream::tls_dir().join("ca.pem")) {
+        client = client.add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("the bench's CA"));
+    }
+    let client = client.build().expect("client");
     let started = Instant::now();
     let tasks: Vec<_> = (0..count)
         .map(|i| {

@@ -15,10 +15,10 @@ pub const SIZES_KB: [usize; 4] = [4, 50, 150, 500];
 /// and the bytes of each call's output.
 fn shape(size_kb: usize) -> (usize, usize) {
     match size_kb {
-        0..=8 => (2, 300),
+        0..=8 => (2, 50),
         9..=64 => (2, 600),
-        65..=200 => (100, 900),
-        _ => (150, 2_900),
+        65..=200 => (100, 690),
+        _ => (150, 2_680),
     }
 }
 
@@ -61,7 +61,7 @@ fn tools(count: usize) -> Vec<Value> {
                 "{name}: {} ",
                 "Use this tool with care: give absolute paths, quote arguments that hold spaces, and prefer \
                  the dedicated tools over shell commands for reading and searching files. "
-                    .repeat(12)
+                    .repeat(9)
             );
             let property = |p: usize| {
                 (format!("argument_{p}"), json!({"type": "string", "description": format!("Argument {p} of {name}: what it names and how it is read.")}))

@@ -197,7 +197,8 @@ pub async fn nginx(program: &Path, upstream: &str, dir: &Path) -> Result<Running
     let dir_text = dir.display();
     let conf = format!(
         "worker_processes auto;\nuser root;\npid {dir_text}/nginx.pid;\nerror_log {dir_text}/nginx-error.log warn;\n\
-         events {{ worker_connections 8192; }}\n\
+         worker_rlimit_nofile 20000;\n\
+         events {{ worker_connections 16384; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {dir_text}/body;\n  proxy_temp_path {dir_text}/proxy;\n\
          \x20 fastcgi_temp_path {dir_text}/fastcgi;\n  uwsgi_temp_path {dir_text}/uwsgi;\n  scgi_temp_path {dir_text}/scgi;\n\
          \x20 keepalive_requests 1000000;\n  upstream fake {{ server {upstream}; keepalive 256; }}\n\

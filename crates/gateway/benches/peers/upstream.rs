@@ -30,6 +30,13 @@ struct Metadata {
     user_id: Option<String>,
 }
 
+/// The slow streams' vocabulary.
+const WORDS: [&str; 32] = [
+    "the", "build", "reads", "settings", "from", "a", "file", "then", "checks", "each", "module", "and",
+    "writes", "its", "cache", "before", "linking", "tests", "run", "after", "that", "step", "with", "flags",
+    "taken", "config", "path", "default", "value", "when", "missing", "set",
+];
+
 /// An SSE event of the Anthropic stream.
 fn event(name: &str, data: &Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
@@ -77,11 +84,23 @@ fn agent_stream(reply: Reply) -> Response<Body> {
                     &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
                 ),
             ];
-            let delta = event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": "The build reads its settings from the file, then "}}),
-            );
+            // Prose that never repeats itself (a reply that did would be cut by a gateway that
+            // watches for it, as looprail's does): words drawn by a xorshift sequence.
+            let delta = move |n: usize| {
+                let mut x = (n as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let text: String = (0..8)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        format!("{} ", WORDS[(x % WORDS.len() as u64) as usize])
+                    })
+                    .collect();
+                event(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+                )
+            };
             let tail: Vec<Bytes> = std::iter::once(event(
                 "content_block_stop",
                 &json!({"type": "content_block_stop", "index": 0}),
@@ -92,13 +111,10 @@ fn agent_stream(reply: Reply) -> Response<Body> {
                 tokio::time::sleep(Duration::from_millis(delay_ms)).await;
                 head.to_vec()
             })
-            .chain(futures_util::stream::unfold(0, move |sent| {
-                let delta = delta.clone();
-                async move {
-                    (sent < events).then_some(())?;
-                    tokio::time::sleep(Duration::from_millis(every_ms)).await;
-                    Some((vec![delta], sent + 1))
-                }
+            .chain(futures_util::stream::unfold(0, move |sent| async move {
+                (sent < events).then_some(())?;
+                tokio::time::sleep(Duration::from_millis(every_ms)).await;
+                Some((vec![delta(sent)], sent + 1))
             }))
             .chain(futures_util::stream::once(async move { tail }))
             .flat_map(|chunks| futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)));

@@ -8,10 +8,7 @@
 //! Codex runs a new hook only once the user has trusted it (its /hooks screen); the test runs
 //! with `--dangerously-bypass-hook-trust`, as automation that vets its hooks does.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../../gateway/tests/common/node.rs"]
-mod node;
+use super::node;
 
 use std::path::Path;
 use std::process::Command;

@@ -7,10 +7,7 @@
 //! its turn, which it does; the CLI exits cleanly. A healthy session of 100 distinct calls is
 //! never touched.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../../gateway/tests/common/node.rs"]
-mod node;
+use super::node;
 
 use std::path::Path;
 use std::process::Command;

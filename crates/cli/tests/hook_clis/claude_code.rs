@@ -6,10 +6,7 @@
 //! loop through Claude Code's HTTP hooks and a gateway's hook endpoint (`install --http`), with
 //! the gateway's client key read from the environment, ends the same way.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../../gateway/tests/common/node.rs"]
-mod node;
+use super::node;
 
 use std::path::Path;
 use std::process::Command;

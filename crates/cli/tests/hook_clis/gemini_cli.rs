@@ -4,10 +4,7 @@
 //! command is told (the remark appended to the tool's result), denied, asked about and stopped;
 //! a healthy session of 100 distinct calls is never touched.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../../gateway/tests/common/node.rs"]
-mod node;
+use super::node;
 
 use std::path::Path;
 use std::process::Command;

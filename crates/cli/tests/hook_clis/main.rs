@@ -1,0 +1,16 @@
+//! looprail's hooks inside the real coding CLIs, each the npm release pinned in
+//! crates/gateway/tests/clients/node/package-lock.json, run against a local fake model API: a
+//! model that loops is nudged, denied or asked, and stopped through the hooks, and the CLI exits
+//! cleanly; a healthy session of 100 distinct calls is never touched. One test binary for all
+//! five agents (each module one agent).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../gateway/tests/common/node.rs"]
+mod node;
+
+mod claude_code;
+mod codex;
+mod copilot;
+mod gemini_cli;
+mod qwen_code;
