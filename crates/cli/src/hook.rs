@@ -219,10 +219,16 @@ fn write_settings(args: &Installing, scope: &Scope, target: &Target) -> Result<(
     };
     eprintln!("{what} {}", path.display());
     if args.agent == Agent::Codex && change == Change::Installed {
-        // Codex runs a new or changed hook only once the user has reviewed it.
+        // Codex runs a new or changed hook only once the user has reviewed it, and a project's
+        // hooks only in a project it trusts.
+        let project = if matches!(scope, Scope::Project(_)) {
+            "reads a project's hooks only in a trusted project (trust the folder when Codex asks), and "
+        } else {
+            ""
+        };
         eprintln!(
-            "Codex runs new hooks once you trust them: start `codex`, open /hooks and trust looprail's \
-             (automation that vets its hooks can pass --dangerously-bypass-hook-trust instead)"
+            "Codex {project}runs new hooks once you trust them: start `codex`, open /hooks and trust \
+             looprail's (automation that vets its hooks can pass --dangerously-bypass-hook-trust instead)"
         );
     }
     Ok(())

@@ -1,4 +1,4 @@
-//! The agent-traffic cells (issue 68), beside the small named requests of the others:
+//! The agent-traffic cells (issue 68), beside the small requests of the other cells:
 //!
 //! - **bodies**: one client, the systems taking turns request by request (LiteLLM in turns with
 //!   the upstream alone, as in the one-client cells), Claude-Code-shaped requests of 4, 50, 150
@@ -10,9 +10,11 @@
 //! - **conversations**: an open loop over more conversations than the gateway keeps in memory
 //!   (10,000: each sends its first request, then all their second ones), timed from when each
 //!   request was due.
-//! - **slow streams**: that many streams at once, each waiting 0.5–2 s for its first event and
-//!   then sending 200 events 40 ms apart (a slow model), through one system; errors and the
-//!   system's peak memory (its processes' resident set) are reported.
+//! - **slow streams**: 1,000 and 10,000 streams at once, each waiting 0.5–2 s for its first
+//!   event and then sending 200 events 40 ms apart (a slow model), through one system; errors
+//!   and the system's peak memory (its processes' resident set) are reported. A system that
+//!   opens one upstream connection per stream is sent as many as this process's open-file
+//!   limit allows (it holds both ends: see `stream_capacity`).
 
 use std::time::{Duration, Instant};
 
@@ -235,12 +237,24 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
                     .body(body)
                     .send()
                     .await;
-                let Ok(response) = response else { return failed(due) };
+                let response = match response {
+                    Ok(response) => response,
+                    Err(e) => {
+                        why("send", &e.to_string());
+                        return failed(due);
+                    }
+                };
                 let ok = response.status().is_success();
+                if !ok {
+                    why("status", response.status().as_str());
+                }
                 let mut chunks = response.bytes_stream();
                 let (mut first, mut bytes) = (None, 0);
                 while let Some(chunk) = chunks.next().await {
-                    let Ok(chunk) = chunk else { return failed(due) };
+                    let Ok(chunk) = chunk else {
+                        why("body", "the stream broke");
+                        return failed(due);
+                    };
                     if !chunk.is_empty() {
                         // The first byte after the model's own wait.
                         first.get_or_insert_with(|| {
@@ -250,6 +264,9 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
                     }
                 }
                 let last = due.elapsed();
+                if ok && bytes < 9_000 {
+                    why("short", "fewer than 9,000 bytes");
+                }
                 Sample {
                     first: first.unwrap_or(last),
                     last,
@@ -265,6 +282,30 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
         samples.extend(task.await.ok());
     }
     samples
+}
+
+/// Why slow streams failed (printed after the cell).
+static WHY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn why(kind: &str, detail: &str) {
+    let text: String = format!("{kind}: {detail}").chars().take(120).collect();
+    WHY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(text);
+}
+
+/// Prints (on stderr) why the streams of the last cell failed, counted by reason, and forgets it.
+pub fn print_why(system: &str) {
+    let mut seen = std::mem::take(&mut *WHY.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    seen.sort();
+    let mut counted: Vec<(usize, String)> = Vec::new();
+    for text in seen {
+        match counted.last_mut() {
+            Some((n, last)) if *last == text => *n += 1,
+            _ => counted.push((1, text)),
+        }
+    }
+    for (n, text) in counted {
+        eprintln!("{system}: {n} streams failed: {text}");
+    }
 }
 
 /// A row of an open-loop cell, its percentiles against the direct's row of the cell.

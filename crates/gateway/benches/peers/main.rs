@@ -290,10 +290,12 @@ async fn warm(targets: &[Target]) {
     }
 }
 
-/// How many slow streams one system can hold here: a proxy keeps two sockets per stream (the
-/// client's and the upstream's), and so does this process (the client and the fake upstream);
-/// the open-file limit caps both.
-fn stream_capacity() -> usize {
+/// How many slow streams `system` can be sent here, at most 10,000. The open-file limit caps
+/// each process: the fake upstream speaks HTTP/2 over TLS, so the upstream direct and looprail
+/// (whose client speaks it) reach it over a few connections, but nginx and LiteLLM open one
+/// connection per stream to it, and this process then holds two sockets per stream (the
+/// client's and the upstream's).
+fn stream_capacity(system: &str) -> usize {
     let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let soft = limits
         .lines()
@@ -301,16 +303,22 @@ fn stream_capacity() -> usize {
         .and_then(|l| l.split_whitespace().nth(3))
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or(1_024);
-    (soft.saturating_sub(512) / 2).min(10_000)
+    let per_stream = if matches!(system, "nginx" | "litellm") { 2 } else { 1 };
+    (soft.saturating_sub(512) / per_stream).min(10_000)
 }
 
 /// The agent-traffic cells (see [`agent`]), every system in each.
 async fn measure_agent(targets: &[Target], quick: bool) -> Vec<agent::AgentRow> {
     let (repeats, conversations, steps) = if quick { (1, 2, 5) } else { (3, 4, 10) };
-    let mut rows = agent::bodies(targets, repeats, conversations, steps).await;
+    // LOOPRAIL_PEERS_AGENT_CELLS=bodies,conversations,slow: only those (all by default).
+    let cell = |name: &str| {
+        std::env::var("LOOPRAIL_PEERS_AGENT_CELLS").map_or(true, |v| v.split(',').any(|c| c.trim() == name))
+    };
+    let mut rows =
+        if cell("bodies") { agent::bodies(targets, repeats, conversations, steps).await } else { Vec::new() };
     let (count, rate) = if quick { (1_000, 500.0) } else { (10_000, 500.0) };
     let mut direct: Option<agent::AgentRow> = None;
-    for target in targets {
+    for target in targets.iter().filter(|_| cell("conversations")) {
         eprintln!("measuring {count} conversations through {}", target.system);
         quiet::quiet().await;
         let (samples, _) = agent::conversations(target, count, rate).await;
@@ -321,17 +329,26 @@ async fn measure_agent(targets: &[Target], quick: bool) -> Vec<agent::AgentRow> 
         rows.push(row);
         settle(target, Api::Anthropic).await;
     }
-    let widest = stream_capacity();
-    let counts: Vec<usize> = if quick { vec![200] } else { vec![1_000, widest] };
-    for count in counts {
+    let counts: Vec<usize> = match (cell("slow"), quick) {
+        (false, _) => Vec::new(),
+        (true, true) => vec![200],
+        (true, false) => std::env::var("LOOPRAIL_PEERS_STREAMS")
+            .ok()
+            .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+            .unwrap_or_else(|| vec![1_000, 10_000]),
+    };
+    for wanted in counts {
         let mut direct: Option<agent::AgentRow> = None;
         for target in targets {
+            let count = wanted.min(stream_capacity(target.system));
             eprintln!("measuring {count} slow streams through {}", target.system);
             quiet::quiet().await;
+            quiet::ports_free().await;
             if let Some(pid) = target.pid {
                 systems::reset_peak_rss(pid);
             }
             let samples = agent::slow_streams(target, count).await;
+            agent::print_why(target.system);
             let mut row =
                 agent::row(format!("slow streams {count}"), target.system, &samples, direct.as_ref());
             row.peak_rss_mb = target.pid.and_then(systems::peak_rss_mb);
@@ -374,11 +391,13 @@ async fn run() -> Result<usize, String> {
     // creating a file there cost ~0.6 ms (ext4 skips recently freed inodes one by one) against
     // ~30 µs elsewhere on the same disk — a cost of that machine's other work, not of a system.
     let _ = std::fs::create_dir_all(workspace().join("target/bench"));
-    let dir = tempfile::Builder::new()
+    let mut dir = tempfile::Builder::new()
         .prefix("peers-")
         .tempdir_in(workspace().join("target/bench"))
         .or_else(|_| tempfile::tempdir())
         .map_err(|e| e.to_string())?;
+    // LOOPRAIL_PEERS_KEEP=1 keeps the systems' files (their logs) after the run.
+    dir.disable_cleanup(std::env::var("LOOPRAIL_PEERS_KEEP").is_ok_and(|v| v == "1"));
     let file_create_us = settled_filesystem(dir.path()).await;
     let started = systems(&upstream, dir.path()).await;
     let (mut targets, mut skipped, mut running) = (Vec::new(), Vec::new(), Vec::new());
@@ -435,7 +454,7 @@ async fn run() -> Result<usize, String> {
     std::fs::write(&out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("rows written to {}", out.display());
     let small = if traffic("small") { targets::check(&rows, MAX_CLIENTS) } else { 0 };
-    let agent = if traffic("agent") { targets::check_agent(&agent_rows, stream_capacity()) } else { 0 };
+    let agent = if traffic("agent") { targets::check_agent(&agent_rows) } else { 0 };
     Ok(small + agent)
 }
 

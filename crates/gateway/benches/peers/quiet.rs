@@ -32,3 +32,30 @@ pub async fn quiet() {
     }
     eprintln!("the machine is still busy after 30 s; measuring anyway");
 }
+
+/// Loopback sockets closed lately (TIME_WAIT, `/proc/net/tcp` and `tcp6`); `None` elsewhere.
+fn time_wait() -> Option<usize> {
+    let mut count = 0;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).ok()?;
+        count += text.lines().skip(1).filter(|l| l.split_whitespace().nth(3) == Some("06")).count();
+    }
+    Some(count)
+}
+
+/// Returns once fewer than 2,000 closed connections still hold their ports (a cell of thousands
+/// of streams leaves as many in TIME_WAIT for a minute, and the next cell's connections would
+/// find the ephemeral ports taken), or after 120 s (said on stderr).
+pub async fn ports_free() {
+    let started = Instant::now();
+    while let Some(waiting) = time_wait() {
+        if waiting < 2_000 {
+            return;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            eprintln!("{waiting} ports still in TIME_WAIT after 120 s; measuring anyway");
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}

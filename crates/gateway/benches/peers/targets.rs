@@ -65,10 +65,9 @@ pub fn check(rows: &[Row], max_clients: usize) -> usize {
     failed
 }
 
-/// The agent-traffic targets; returns how many were missed. `streams`: the most slow streams this
-/// machine's open-file limit lets one system hold.
-pub fn check_agent(rows: &[AgentRow], streams: usize) -> usize {
-    println!("\nagent-traffic targets (this machine, this run; the upstream over plain HTTP)");
+/// The agent-traffic targets; returns how many were missed.
+pub fn check_agent(rows: &[AgentRow]) -> usize {
+    println!("\nagent-traffic targets (this machine, this run; the upstream over HTTPS)");
     let mut failed = 0;
     let find = |cell: &str, system: &str| rows.iter().find(|r| r.cell == cell && r.system == system);
     let ours = find("body 150 KB", "looprail").and_then(|r| r.added);
@@ -79,11 +78,10 @@ pub fn check_agent(rows: &[AgentRow], streams: usize) -> usize {
         (format!("{p99:.3} vs {litellm:.3} ms"), p99.max(0.0) * 10.0 <= litellm)
     });
     line(&mut failed, "150 KB unnamed, 1 client: added p99 >= 10x below LiteLLM".into(), figures);
-    let cell = format!("slow streams {streams}");
-    let figures = find(&cell, "looprail").map(|r| {
+    let figures = find("slow streams 10000", "looprail").map(|r| {
         let mb = r.peak_rss_mb.unwrap_or(f64::MAX);
-        (format!("{} errors, {mb:.0} MB", r.errors), r.errors == 0 && mb <= 1_024.0 && streams >= 10_000)
+        (format!("{} errors, {mb:.0} MB", r.errors), r.errors == 0 && mb <= 1_024.0)
     });
-    line(&mut failed, format!("10,000 slow streams (here {streams}): 0 errors, peak RSS <= 1 GB"), figures);
+    line(&mut failed, "10,000 slow streams at once: 0 errors, peak RSS <= 1 GB".into(), figures);
     failed
 }

@@ -195,7 +195,8 @@ pub fn tls_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/tls")
 }
 
-/// Serves the fake upstream over HTTPS (HTTP/1.1, TLS 1.3) on 127.0.0.1; returns its base URL.
+/// Serves the fake upstream over HTTPS (TLS 1.3; HTTP/2 or HTTP/1.1, as the client's ALPN
+/// asks, as the model APIs do) on 127.0.0.1; returns its base URL.
 pub async fn start_tls() -> Result<String, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -209,7 +210,7 @@ pub async fn start_tls() -> Result<String, String> {
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| e.to_string())?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
     let url = format!("https://{}", listener.local_addr().map_err(|e| e.to_string())?);
@@ -222,9 +223,11 @@ pub async fn start_tls() -> Result<String, String> {
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else { return };
                 let service = hyper_util::service::TowerToHyperService::new(app);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                    .await;
+                let mut builder =
+                    hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                // As many streams on one connection as a client opens (the APIs allow hundreds).
+                builder.http2().max_concurrent_streams(20_000);
+                let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(tls), service).await;
             });
         }
     });
