@@ -9,6 +9,7 @@
 #[path = "../../../gateway/tests/common/node.rs"]
 mod node;
 
+mod chat_model;
 mod claude_code;
 mod codex;
 mod copilot;

@@ -7,51 +7,23 @@
 //! its turn, which it does, and the CLI exits cleanly. A healthy session of 100 distinct calls
 //! is never touched.
 
+use super::chat_model::{self, results};
 use super::node;
 
 use std::path::Path;
 use std::process::Command;
 
-use looprail_gateway::Api;
-use looprail_providers::fake::{FakeServer, Reply, Seen};
-use serde_json::{Value, json};
-
-/// The tool results in a request's messages, as text.
-fn results(body: &Value) -> Vec<String> {
-    let messages = body["messages"].as_array().into_iter().flatten();
-    messages.filter(|m| m["role"] == "tool").map(|m| m["content"].to_string()).collect()
-}
+use looprail_providers::fake::{FakeServer, Seen};
+use serde_json::Value;
 
 /// Whether a request is the agent's main loop (it declares the shell tool).
 fn main_loop(body: &Value) -> bool {
-    body["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "run_shell_command"))
+    chat_model::declares(body, "run_shell_command")
 }
 
-/// A fake OpenAI API: the main loop gets `next(calls so far)`'s command, or with `None` a final
-/// answer. Told that no further call will run, it answers, as a model does.
+/// The fake model, its shell tool `run_shell_command`.
 async fn model(next: impl Fn(usize) -> Option<String> + Send + Sync + 'static) -> FakeServer {
-    FakeServer::responding(move |body| {
-        let results = results(body);
-        let n = results.len();
-        let told_to_end = results.last().is_some_and(|r| r.contains("end your turn now"));
-        let message = match next(n).filter(|_| main_loop(body) && !told_to_end) {
-            Some(command) => {
-                json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_{n}"),
-                "type": "function", "function": {"name": "run_shell_command",
-                    "arguments": json!({"command": command, "description": "build"}).to_string()}}]})
-            }
-            None => json!({"role": "assistant", "content": format!("done after {n} calls")}),
-        };
-        let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
-        let reply = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1,
-            "model": "gpt-4o-mini", "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}});
-        if body["stream"].as_bool() == Some(true) {
-            return Reply::sse_text(&Api::OpenAi.to_stream(&reply, true));
-        }
-        Reply::json(200, &reply.to_string())
-    })
-    .await
+    chat_model::model("run_shell_command", next).await
 }
 
 /// Installs the hooks in `work` with the store `store`, then runs `qwen` there against `model`;
