@@ -25,8 +25,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use looprail::core::provider::Usage;
 use looprail::guardrails::replay::RecordedReply;
+use looprail::providers::anthropic;
 use serde_json::Value;
 
 use super::claude_code_harness as harness;
@@ -43,21 +43,6 @@ pub struct Conversation {
     /// Each assistant message's record: when its request went out (the time of the line
     /// before it in its conversation), its model and its usage.
     pub replies: Vec<RecordedReply>,
-}
-
-/// An assistant message's usage as looprail counts it: cache reads and writes inside the input,
-/// as the Anthropic client counts them.
-fn recorded_usage(message: &Value) -> Option<Usage> {
-    let usage = message.get("usage")?;
-    let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let (read, write) = (field("cache_read_input_tokens"), field("cache_creation_input_tokens"));
-    Some(Usage {
-        input_tokens: field("input_tokens") + read + write,
-        output_tokens: field("output_tokens"),
-        cache_read_tokens: read,
-        cache_write_tokens: write,
-        estimated_tokens: 0,
-    })
 }
 
 /// The prompt an assistant message's `usage` says its request had.
@@ -223,13 +208,15 @@ fn conversations_in(lines: &[&Value]) -> Vec<Conversation> {
         if role == "assistant" {
             let recorded = replies.entry(key.clone()).or_default();
             let model = message.get("model").and_then(Value::as_str).map(str::to_owned);
+            // Counted as the Anthropic client counts a reply's usage.
+            let usage = message.get("usage").map(anthropic::usage);
             match recorded.last_mut() {
                 // A block of the same reply: its latest usage is the reply's.
                 Some(last) if continues => {
-                    last.usage = recorded_usage(message).or(last.usage.take());
+                    last.usage = usage.or(last.usage.take());
                     last.model = model.or(last.model.take());
                 }
-                _ => recorded.push(RecordedReply { sent_ms: sent, model, usage: recorded_usage(message) }),
+                _ => recorded.push(RecordedReply { sent_ms: sent, model, usage }),
             }
             if let Some(prompt) = prompt_tokens(message) {
                 let peak = peaks.entry(key.clone()).or_default();

@@ -3,7 +3,7 @@
 mod event;
 mod wire;
 
-pub use wire::{API_VERSION, EventParser, parse_response, request_body, stop_reason};
+pub use wire::{API_VERSION, EventParser, parse_response, request_body, stop_reason, usage};
 
 use async_trait::async_trait;
 use looprail_loop_core::config::ConfigError;

@@ -139,9 +139,18 @@ pub fn stop_reason(reason: Option<&str>, has_calls: bool) -> StopReason {
     }
 }
 
-/// Anthropic counts cache reads and writes apart from `input_tokens`; looprail's input count
-/// includes them (as OpenAI's does), so prices apply the same way to both.
-fn usage(u: &Value) -> Usage {
+/// An Anthropic `usage` object as looprail counts it. Anthropic counts cache reads and writes
+/// apart from `input_tokens`; looprail's input count includes them (as OpenAI's does), so
+/// prices apply the same way to both.
+///
+/// ```
+/// use looprail_providers::anthropic::usage;
+///
+/// let counted = usage(&serde_json::json!({"input_tokens": 10, "cache_read_input_tokens": 90,
+///     "cache_creation_input_tokens": 5, "output_tokens": 7}));
+/// assert_eq!((counted.input_tokens, counted.cache_read_tokens, counted.output_tokens), (105, 90, 7));
+/// ```
+pub fn usage(u: &Value) -> Usage {
     let counts = UsageFields::of_value(u);
     let (read, write) = (counts.cache_read, counts.cache_write);
     Usage {
