@@ -283,10 +283,9 @@ fn replay_with(
                     output_tokens: tokens.get(i).copied().unwrap_or(0),
                     ..Usage::default()
                 };
-                counters
-                    .usage
-                    .add(timeline.reply(reply).and_then(|r| r.usage.as_ref()).unwrap_or(&estimated));
-                counters.cost += timeline.cost(reply, config, &estimated);
+                let spent = timeline.usage(reply, &estimated);
+                counters.usage.add(spent);
+                counters.cost += timeline.cost(reply, config, spent);
                 reply += 1;
                 let response = ModelResponse {
                     text: message.joined_text(),

@@ -74,11 +74,15 @@ impl Timeline {
         Duration::from_millis(u64::try_from(at.saturating_sub(start)).unwrap_or(0))
     }
 
-    /// What the `k`-th reply cost at `config`'s prices: its recorded usage, else `estimated`.
-    pub fn cost(&self, k: usize, config: &LoopConfig, estimated: &Usage) -> f64 {
-        let reply = self.reply(k);
-        let usage = reply.and_then(|r| r.usage.as_ref()).unwrap_or(estimated);
-        let model = reply.and_then(|r| r.model.as_deref()).unwrap_or_default();
+    /// The usage the `k`-th reply spent: the recorded one, else `estimated`.
+    pub fn usage<'a>(&'a self, k: usize, estimated: &'a Usage) -> &'a Usage {
+        self.reply(k).and_then(|r| r.usage.as_ref()).unwrap_or(estimated)
+    }
+
+    /// What `usage` cost for the `k`-th reply at `config`'s prices (by its recorded model; no
+    /// model, no price).
+    pub fn cost(&self, k: usize, config: &LoopConfig, usage: &Usage) -> f64 {
+        let model = self.reply(k).and_then(|r| r.model.as_deref()).unwrap_or_default();
         config.prices.cost(model, usage)
     }
 }
