@@ -21,12 +21,8 @@
 
 use serde_json::{Value, json};
 
+use super::stopped;
 use crate::event::{Answer, EventKind};
-
-/// What the model is told to do once the stretch is stopped: no tool runs any more, so the
-/// useful move left is an answer.
-pub(crate) const END_TURN: &str = "No further tool call will run in this turn: end your turn now, \
-     telling the user what you tried, what happened and what is blocking you.";
 
 /// The answer to an event of `kind` as Codex reads it: the JSON for stdout (`None`: print
 /// nothing; exit code 0 either way).
@@ -57,9 +53,9 @@ pub fn render(kind: &EventKind, answer: &Answer) -> Option<Value> {
                 "{question} The call did not run: stop and ask the user how to go on."))})),
         Answer::Ask(question) => Some(json!({"systemMessage": question})),
         Answer::Stop(reason) if before => Some(json!({"systemMessage": reason,
-            "hookSpecificOutput": deny(format!("{reason} {END_TURN}"))})),
+            "hookSpecificOutput": deny(stopped(reason))})),
         Answer::Stop(reason) => Some(json!({"continue": false, "stopReason": reason,
-            "reason": format!("{reason} {END_TURN}")})),
+            "reason": stopped(reason)})),
     }
 }
 

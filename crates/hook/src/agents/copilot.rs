@@ -20,8 +20,7 @@
 
 use serde_json::{Value, json};
 
-use super::codex::END_TURN;
-use super::{field, text_of};
+use super::{field, stopped, text_of};
 use crate::HookError;
 use crate::event::{Answer, EventKind, HookEvent, ToolOutput, ToolUse};
 
@@ -127,9 +126,9 @@ pub fn render(kind: &EventKind, answer: &Answer) -> Option<Value> {
         Answer::Ask(question) if before => {
             Some(json!({"permissionDecision": "ask", "permissionDecisionReason": question}))
         }
-        Answer::Stop(reason) if before => Some(deny(format!("{reason} {END_TURN}"))),
+        Answer::Stop(reason) if before => Some(deny(stopped(reason))),
         // After a call: nothing to refuse any more; the model reads it with the result.
         Answer::Deny(text) | Answer::Ask(text) => Some(json!({"additionalContext": text})),
-        Answer::Stop(reason) => Some(json!({"additionalContext": format!("{reason} {END_TURN}")})),
+        Answer::Stop(reason) => Some(json!({"additionalContext": stopped(reason)})),
     }
 }

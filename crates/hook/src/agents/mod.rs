@@ -101,13 +101,24 @@ impl Agent {
     }
 }
 
+/// What the model is told to do once the stretch is stopped: no tool runs any more, so the
+/// useful move left is an answer.
+const END_TURN: &str = "No further tool call will run in this turn: end your turn now, \
+     telling the user what you tried, what happened and what is blocking you.";
+
+/// A stop's `reason` as the model reads it where the agent's hooks cannot end its turn (Codex,
+/// Copilot CLI, a headless Qwen Code): every further call is refused, and it is told to answer.
+pub(crate) fn stopped(reason: &str) -> String {
+    format!("{reason} {END_TURN}")
+}
+
 /// Qwen Code's answers: Claude Code's, but a headless Qwen Code goes on after `continue: false`
 /// (it only denies the call), so a stop also tells the model, beside the call's result or in
 /// the denial, that no call will run any more and to end its turn.
 fn qwen_render(kind: &EventKind, answer: &Answer) -> Option<Value> {
     let mut value = claude_code::render(kind, answer)?;
     if let Answer::Stop(reason) = answer {
-        let told = format!("{reason} {}", codex::END_TURN);
+        let told = stopped(reason);
         if matches!(kind, EventKind::BeforeTool(_)) {
             value["hookSpecificOutput"]["permissionDecisionReason"] = Value::String(told);
         } else if matches!(kind, EventKind::AfterTool(..)) {
