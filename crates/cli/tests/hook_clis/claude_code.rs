@@ -126,9 +126,7 @@ fn assert_stopped_through_the_hooks(model: &FakeServer, code: Option<i32>, stdou
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_repeating_one_call_is_nudged_denied_and_stopped_through_the_hook() {
     let Some(clients) = node::clients() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("project");
-    std::fs::create_dir_all(&work).unwrap();
+    let (dir, work) = super::project();
     // A model that would repeat the same failing build 40 times.
     let model = model(|n| (n < 40).then(|| "echo 'make: *** No rule to make target'".to_owned())).await;
     let (code, stdout) = claude(&clients, &work, &dir.path().join("hooks.db"), &model).await;
@@ -140,9 +138,7 @@ async fn a_model_repeating_one_call_is_nudged_denied_and_stopped_through_the_hoo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_loop_is_stopped_through_http_hooks_and_a_gateway() {
     let Some(clients) = node::clients() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("project");
-    std::fs::create_dir_all(&work).unwrap();
+    let (dir, work) = super::project();
     // The gateway, needing its client key, keeps the sessions in its own store.
     let settings =
         looprail_gateway::GatewayConfig { require_key: Some("sk-gateway-test".into()), ..Default::default() };
@@ -164,9 +160,7 @@ async fn the_same_loop_is_stopped_through_http_hooks_and_a_gateway() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_session_of_100_distinct_calls_is_never_touched() {
     let Some(clients) = node::clients() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("project");
-    std::fs::create_dir_all(&work).unwrap();
+    let (dir, work) = super::project();
     let model = model(|n| (n < 100).then(|| format!("echo step {n}"))).await;
     let (code, stdout) = claude(&clients, &work, &dir.path().join("hooks.db"), &model).await;
     assert_eq!(code, Some(0), "{stdout}");

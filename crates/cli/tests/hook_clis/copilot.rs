@@ -80,9 +80,7 @@ fn main_requests(seen: &[Seen]) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_repeating_one_call_is_nudged_denied_and_stopped_through_the_hook() {
     let Some(clients) = node::clients() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("project");
-    std::fs::create_dir_all(&work).unwrap();
+    let (dir, work) = super::project();
     // A model that would repeat the same failing build 40 times.
     let model = model(|n| (n < 40).then(|| "echo 'make: *** No rule to make target'".to_owned())).await;
     let (code, stdout) =
@@ -105,9 +103,7 @@ async fn a_model_repeating_one_call_is_nudged_denied_and_stopped_through_the_hoo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_session_of_100_distinct_calls_is_never_touched() {
     let Some(clients) = node::clients() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("project");
-    std::fs::create_dir_all(&work).unwrap();
+    let (dir, work) = super::project();
     let model = model(|n| (n < 100).then(|| format!("echo step {n}"))).await;
     let (code, stdout) =
         copilot(&clients, dir.path(), &work, true, &dir.path().join("hooks.db"), &model).await;

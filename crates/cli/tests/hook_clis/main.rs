@@ -15,3 +15,11 @@ mod codex;
 mod copilot;
 mod gemini_cli;
 mod qwen_code;
+
+/// A temporary directory (the agent's home, the hook store) and the project folder in it.
+fn project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("project");
+    std::fs::create_dir_all(&work).unwrap();
+    (dir, work)
+}

@@ -72,9 +72,7 @@ fn main_requests(seen: &[Seen]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_alternating_two_failing_commands_is_nudged_asked_and_stopped_through_the_hook() {
     let Some(clients) = node::clients() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("project");
-    std::fs::create_dir_all(&work).unwrap();
+    let (dir, work) = super::project();
     // Two spellings of the same failing build, taken in turn, 40 times.
     let model =
         model(|n| (n < 40).then(|| format!("echo 'make: *** No rule to make target'{}", [";", ""][n % 2])))
@@ -101,9 +99,7 @@ async fn a_model_alternating_two_failing_commands_is_nudged_asked_and_stopped_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_session_of_100_distinct_calls_is_never_touched() {
     let Some(clients) = node::clients() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("project");
-    std::fs::create_dir_all(&work).unwrap();
+    let (dir, work) = super::project();
     let model = model(|n| (n < 100).then(|| format!("echo step {n}"))).await;
     let (code, result) = qwen(&clients, dir.path(), &work, &dir.path().join("hooks.db"), &model).await;
     assert_eq!(code, Some(0));
