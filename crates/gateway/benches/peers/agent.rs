@@ -205,12 +205,7 @@ pub async fn conversations(target: &Target, count: usize, rps: f64) -> (Vec<Samp
 /// `count` slow streams at once through `target` (started over half a second); each one's
 /// time to its first and last byte and whether it failed.
 pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
-    let mut client =
-        reqwest::Client::builder().timeout(Duration::from_secs(120)).pool_max_idle_per_host(count);
-    if let Ok(pem) = std::fs::read(crate::upstream::tls_dir().join("ca.pem")) {
-        client = client.add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("the bench's CA"));
-    }
-    let client = client.build().expect("client");
+    let client = crate::load::client(Duration::from_secs(120), count).expect("client");
     let started = Instant::now();
     let tasks: Vec<_> = (0..count)
         .map(|i| {
@@ -221,27 +216,12 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
             let due = started + Duration::from_micros((i as u64 * 500_000) / count.max(1) as u64);
             tokio::spawn(async move {
                 tokio::time::sleep_until(due.into()).await;
-                let failed = |due: Instant| Sample {
-                    first: due.elapsed(),
-                    last: due.elapsed(),
-                    failed: true,
-                    own: None,
-                    seen_upstream: None,
-                };
-                let response = client
-                    .post(format!("{base}/v1/messages"))
-                    .header("content-type", "application/json")
-                    .header("x-api-key", crate::load::CLIENT_KEY)
-                    .header("authorization", format!("Bearer {}", crate::load::CLIENT_KEY))
-                    .header("anthropic-version", "2023-06-01")
-                    .body(body)
-                    .send()
-                    .await;
+                let response = crate::load::post(&client, &base, Api::Anthropic).body(body).send().await;
                 let response = match response {
                     Ok(response) => response,
                     Err(e) => {
                         why("send", &e.to_string());
-                        return failed(due);
+                        return Sample::failed(due);
                     }
                 };
                 let ok = response.status().is_success();
@@ -253,7 +233,7 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
                 while let Some(chunk) = chunks.next().await {
                     let Ok(chunk) = chunk else {
                         why("body", "the stream broke");
-                        return failed(due);
+                        return Sample::failed(due);
                     };
                     if !chunk.is_empty() {
                         // The first byte after the model's own wait.

@@ -52,6 +52,34 @@ pub struct Sample {
     pub seen_upstream: Option<Duration>,
 }
 
+impl Sample {
+    /// A request that failed, at the time it did.
+    pub fn failed(due: Instant) -> Self {
+        Self { first: due.elapsed(), last: due.elapsed(), failed: true, own: None, seen_upstream: None }
+    }
+}
+
+/// A client of the systems: `timeout` for a whole exchange, up to `pool` idle connections, and
+/// the bench's own CA trusted (it certifies the HTTPS upstream, reached direct).
+pub fn client(timeout: Duration, pool: usize) -> Result<reqwest::Client, reqwest::Error> {
+    let mut client = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(pool);
+    if let Ok(pem) = std::fs::read(crate::upstream::tls_dir().join("ca.pem")) {
+        client = client.add_root_certificate(reqwest::Certificate::from_pem(&pem)?);
+    }
+    client.build()
+}
+
+/// A request of `api` to the system at `base`, with the headers every system is sent (the
+/// client key as a bearer token and as `x-api-key`, Anthropic's version).
+pub fn post(client: &reqwest::Client, base: &str, api: Api) -> reqwest::RequestBuilder {
+    client
+        .post(format!("{base}{}", api.path()))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {CLIENT_KEY}"))
+        .header("x-api-key", CLIENT_KEY)
+        .header("anthropic-version", "2023-06-01")
+}
+
 /// A system under measurement: its name and where requests go.
 #[derive(Clone)]
 pub struct Target {
@@ -80,12 +108,7 @@ struct Cell {
 impl Target {
     /// A target with its own connection pool.
     pub fn new(system: &'static str, base: String) -> Result<Self, reqwest::Error> {
-        let mut client = reqwest::Client::builder().timeout(TIMEOUT).pool_max_idle_per_host(4_096);
-        // The HTTPS upstream (reached direct) is certified by the bench's own CA.
-        if let Ok(pem) = std::fs::read(crate::upstream::tls_dir().join("ca.pem")) {
-            client = client.add_root_certificate(reqwest::Certificate::from_pem(&pem)?);
-        }
-        let client = client.build()?;
+        let client = client(TIMEOUT, 4_096)?;
         let cell = Arc::new(Mutex::new(Cell { in_flight: IN_FLIGHT, ..Cell::default() }));
         Ok(Self { system, base, pid: None, client, cell, probes: Arc::new(AtomicU64::new(0)) })
     }
@@ -122,25 +145,12 @@ impl Target {
 
     /// Sends `request`, timing from `due` (now, or when it was sent).
     pub async fn send(&self, api: Api, request: Prepared, due: Instant) -> Sample {
-        let failed = |due: Instant| Sample {
-            first: due.elapsed(),
-            last: due.elapsed(),
-            failed: true,
-            own: None,
-            seen_upstream: None,
-        };
-        let mut post = self
-            .client
-            .post(format!("{}{}", self.base, api.path()))
-            .header("content-type", "application/json")
-            .header("authorization", format!("Bearer {CLIENT_KEY}"))
-            .header("x-api-key", CLIENT_KEY)
-            .header("anthropic-version", "2023-06-01");
+        let mut post = post(&self.client, &self.base, api);
         if let Some(run) = request.run.filter(|_| named()) {
             post = post.header("x-looprail-run", run);
         }
         let response = post.body(request.body).send().await;
-        let Ok(response) = response else { return failed(due) };
+        let Ok(response) = response else { return Sample::failed(due) };
         let ok = response.status().is_success();
         let (own, seen_upstream) =
             (metric(response.headers(), "gateway"), metric(response.headers(), "upstream"));
@@ -148,7 +158,7 @@ impl Target {
         let mut first = None;
         let mut bytes = 0;
         while let Some(chunk) = chunks.next().await {
-            let Ok(chunk) = chunk else { return failed(due) };
+            let Ok(chunk) = chunk else { return Sample::failed(due) };
             if !chunk.is_empty() {
                 first.get_or_insert_with(|| due.elapsed());
                 bytes += chunk.len();
