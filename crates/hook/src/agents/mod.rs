@@ -91,13 +91,15 @@ impl Agent {
 
     /// What to print on stdout for `answer` to an event of `kind` (empty: nothing).
     pub fn render(self, kind: &EventKind, answer: &Answer) -> String {
-        match self {
-            Agent::ClaudeCode => claude_code::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
-            Agent::QwenCode => qwen_render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
-            Agent::GeminiCli => gemini_cli::render(kind, answer).to_string(),
-            Agent::Codex => codex::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
-            Agent::Copilot => copilot::render(kind, answer).map(|v| v.to_string()).unwrap_or_default(),
-        }
+        let value = match self {
+            Agent::ClaudeCode => claude_code::render(kind, answer),
+            Agent::QwenCode => qwen_render(kind, answer),
+            // Gemini CLI reads `{}` as nothing to say.
+            Agent::GeminiCli => Some(gemini_cli::render(kind, answer)),
+            Agent::Codex => codex::render(kind, answer),
+            Agent::Copilot => copilot::render(kind, answer),
+        };
+        value.map(|v| v.to_string()).unwrap_or_default()
     }
 }
 
