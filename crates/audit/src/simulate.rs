@@ -103,7 +103,7 @@ fn tokens(
         }
         if message.role == Role::Assistant {
             counters.turns += 1;
-            let view = ContextView { counters: &counters, config: &config.loop_ };
+            let view = ContextView::new(&counters, &config.loop_);
             if let ContextStep::Summarize { .. } = policy.prepare(&mut working, &view) {
                 policy.apply_summary(&mut working, Err("offline audit".to_owned()), &view);
             }

@@ -97,7 +97,7 @@ fn decision_when_nothing_to_compact(bencher: Bencher) {
         AutoCompaction::new(AutoCompactionConfig { context_window: 10_000_000, ..Default::default() });
     let counters = Counters::default();
     let config = LoopConfig::default();
-    let view = ContextView { counters: &counters, config: &config };
+    let view = ContextView::new(&counters, &config);
     policy.prepare(&mut messages, &view);
     bencher.bench_local(|| divan::black_box(policy.prepare(&mut messages, &view)));
 }

@@ -73,11 +73,38 @@ pub fn summary_message_with(summary: &str, part: &[Message], marker: &str, pins:
 /// Replaces `messages[body..split]` by `summary_message`, keeping system messages first and
 /// journal messages right after the summary.
 pub fn replace_history(messages: &mut Vec<Message>, body: usize, split: usize, summary: Message) {
-    let tail = messages.split_off(split);
+    replace_history_pinned(messages, body, split, summary, &[]);
+}
+
+/// Like [`replace_history`], with `pinned` (what the guards keep after a summary, such as the
+/// run journal's pair as the journal is now) placed right after the summary. A pinned message
+/// replaces every message with its tag, wherever it was; with nothing pinned, the journal
+/// messages of the replaced part are kept as they were.
+pub fn replace_history_pinned(
+    messages: &mut Vec<Message>,
+    body: usize,
+    split: usize,
+    summary: Message,
+    pinned: &[Message],
+) {
+    let tag = |m: &Message| m.internal.as_ref().map(|t| t.reason.clone());
+    let pinned_tags: Vec<String> = pinned.iter().filter_map(tag).collect();
+    let superseded = |m: &Message| tag(m).is_some_and(|t| pinned_tags.contains(&t));
+    let mut tail = messages.split_off(split);
     let middle = messages.split_off(body);
-    let journal = middle.into_iter().filter(|m| {
-        m.internal.as_ref().is_some_and(|t| t.reason.starts_with(JOURNAL_TAG_PREFIX)) && m.role != Role::Tool
-    });
+    let journal: Vec<Message> = if pinned.is_empty() {
+        middle
+            .into_iter()
+            .filter(|m| {
+                m.internal.as_ref().is_some_and(|t| t.reason.starts_with(JOURNAL_TAG_PREFIX))
+                    && m.role != Role::Tool
+            })
+            .collect()
+    } else {
+        pinned.to_vec()
+    };
+    messages.retain(|m| !superseded(m));
+    tail.retain(|m| !superseded(m));
     messages.push(summary);
     messages.extend(journal);
     messages.extend(tail);
@@ -87,6 +114,33 @@ pub fn replace_history(messages: &mut Vec<Message>, body: usize, split: usize, s
 mod tests {
     use super::*;
     use looprail_loop_core::message::{ToolCall, ToolResult};
+
+    #[test]
+    fn pinned_messages_replace_their_tags_wherever_they_were() {
+        let old = Message::internal_user("run_journal", "objective: old");
+        let new = Message::internal_user("run_journal", "objective: new");
+        let mut messages = vec![
+            Message::system("sys"),
+            old.clone(),
+            Message::user("go"),
+            Message::assistant("working"),
+            Message::user("more"),
+            old,
+            Message::assistant("still working"),
+        ];
+        let summary = summary_message("went", &messages[1..4], "Summary");
+        replace_history_pinned(&mut messages, 1, 4, summary, std::slice::from_ref(&new));
+        let texts: Vec<String> = messages.iter().map(|m| m.joined_text().unwrap_or_default()).collect();
+        assert_eq!(messages[2], new, "{texts:?}");
+        assert_eq!(
+            messages
+                .iter()
+                .filter(|m| m.internal.as_ref().is_some_and(|t| t.reason == "run_journal"))
+                .count(),
+            1
+        );
+        assert_eq!(messages.len(), 5, "system, summary, pinned, user, assistant: {texts:?}");
+    }
 
     #[test]
     fn the_journal_pair_is_kept_right_after_the_summary() {

@@ -26,7 +26,7 @@ fn grow(messages: &mut Vec<Message>, n: usize) {
 fn check(policy: &mut AutoCompaction, messages: &mut Vec<Message>, turns: u32) -> bool {
     let counters = Counters { turns, ..Counters::default() };
     let config = LoopConfig::default();
-    let view = ContextView { counters: &counters, config: &config };
+    let view = ContextView::new(&counters, &config);
     match policy.prepare(messages, &view) {
         ContextStep::Summarize { .. } => {
             policy.apply_summary(messages, Err("offline".into()), &view);

@@ -91,7 +91,7 @@ proptest! {
         let mut after = before.clone();
         let counters = Counters::default();
         let config = LoopConfig::default();
-        let view = ContextView { counters: &counters, config: &config };
+        let view = ContextView::new(&counters, &config);
         KeepEnds::new(keep, budget).unwrap().prepare(&mut after, &view);
         check_shape(&before, &after)?;
     }
@@ -106,7 +106,7 @@ proptest! {
         let mut after = before.clone();
         let counters = Counters { turns: 5, ..Counters::default() };
         let config = LoopConfig::default();
-        let view = ContextView { counters: &counters, config: &config };
+        let view = ContextView::new(&counters, &config);
         let mut policy = AutoCompaction::new(AutoCompactionConfig { context_window: window, ..Default::default() });
         if let ContextStep::Summarize { request, .. } = policy.prepare(&mut after, &view) {
             prop_assert!(well_formed(&request.messages));

@@ -276,6 +276,13 @@ impl Guard for JournalState {
         if wrote { vec![Decision::Checkpoint(CheckpointKind::JournalUpdate)] } else { Vec::new() }
     }
 
+    /// The full journal as it is now, placed after each history summary (in place of the
+    /// pair the run started with).
+    fn after_summary(&self) -> Vec<Message> {
+        let journal = self.0.snapshot();
+        if journal.is_empty() { Vec::new() } else { journal.messages().to_vec() }
+    }
+
     fn save_state(&self) -> Value {
         serde_json::to_value(self.0.snapshot()).unwrap_or_default()
     }

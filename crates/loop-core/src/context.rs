@@ -63,6 +63,18 @@ pub struct ContextView<'a> {
     pub counters: &'a crate::guard::Counters,
     /// The loop configuration.
     pub config: &'a crate::config::LoopConfig,
+    /// Messages the guards keep right after a history summary ([`Guard::after_summary`]);
+    /// a policy that writes a summary places them there, replacing those with the same tags.
+    ///
+    /// [`Guard::after_summary`]: crate::guard::Guard::after_summary
+    pub pinned: &'a [crate::message::Message],
+}
+
+impl<'a> ContextView<'a> {
+    /// A view with nothing pinned after a summary.
+    pub fn new(counters: &'a crate::guard::Counters, config: &'a crate::config::LoopConfig) -> Self {
+        Self { counters, config, pinned: &[] }
+    }
 }
 
 /// A summary the policy needs written before the next model call.

@@ -118,6 +118,15 @@ pub trait Guard: Send {
     /// A new user message starts a new user turn: reset per-turn state here.
     fn on_user_turn(&mut self) {}
 
+    /// Messages to place right after a history summary each time one replaces the history,
+    /// in place of any earlier messages with the same tags (the run journal's pair, as the
+    /// journal is now). Tag them with [`Message::tagged`] or build them internal.
+    ///
+    /// [`Message::tagged`]: crate::message::Message::tagged
+    fn after_summary(&self) -> Vec<crate::message::Message> {
+        Vec::new()
+    }
+
     /// The guard's state as serde data.
     fn save_state(&self) -> serde_json::Value {
         serde_json::Value::Null

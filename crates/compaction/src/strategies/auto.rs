@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::counter::TiktokenCounter;
 use crate::ledger::TokenLedger;
 use crate::pairs::{body_start, tail_start};
-use crate::summary::{SUMMARY_INSTRUCTION, replace_history, summary_message, summary_message_with};
+use crate::summary::{SUMMARY_INSTRUCTION, replace_history_pinned, summary_message, summary_message_with};
 
 /// Settings of [`AutoCompaction`], with S2's numbers as defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -301,7 +301,7 @@ impl ContextPolicy for AutoCompaction {
         &mut self,
         messages: &mut Vec<Message>,
         summary: Result<String, String>,
-        _view: &ContextView<'_>,
+        view: &ContextView<'_>,
     ) -> Vec<Decision> {
         let Some(pending) = self.state.pending.take() else { return Vec::new() };
         if pending.split > messages.len() || pending.body > pending.split {
@@ -329,7 +329,7 @@ impl ContextPolicy for AutoCompaction {
         if self.counter.count_message(&message) >= replaced_tokens {
             return Vec::new();
         }
-        replace_history(messages, pending.body, pending.split, message);
+        replace_history_pinned(messages, pending.body, pending.split, message, view.pinned);
         let after = self.ledger.recount(messages, self.counter.as_ref());
         let event = match pending.stage {
             Stage::Compaction => Event::CompactionRun {

@@ -106,7 +106,7 @@ mod tests {
             .collect();
         let original = messages.clone();
         let (counters, config) = (Counters::default(), LoopConfig::default());
-        let view = ContextView { counters: &counters, config: &config };
+        let view = ContextView::new(&counters, &config);
         KeepEnds::new(3, 1).unwrap().prepare(&mut messages, &view);
         assert_eq!(messages.len(), 1 + 1 + 3);
         assert_eq!(messages[0], original[0]);

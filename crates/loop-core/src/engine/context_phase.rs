@@ -61,7 +61,9 @@ impl Run {
                 .filter(|t| !t.trim().is_empty())
                 .ok_or_else(|| "the summary came back empty".to_owned())
         });
-        let view = ContextView { counters: &self.core.counters, config: &self.core.config };
+        // What the guards keep after a summary, as it is now (the run journal's pair).
+        let pinned: Vec<Message> = self.guards.iter().flat_map(|g| g.after_summary()).collect();
+        let view = ContextView { counters: &self.core.counters, config: &self.core.config, pinned: &pinned };
         let decisions = self.policy.apply_summary(&mut self.messages, summary, &view);
         if let Some(cause) = self.apply_context(decisions) {
             return self.stop(cause);

@@ -166,7 +166,7 @@ impl Run {
             self.core.phase = Phase::AwaitingIterationDecision { count };
             return Ok(Action::MaxIterationsReached { count });
         }
-        let view = ContextView { counters: &self.core.counters, config: &self.core.config };
+        let view = ContextView::new(&self.core.counters, &self.core.config);
         let step = self.policy.prepare(&mut self.messages, &view);
         match self.context_step(step, None)? {
             Some(action) => Ok(action),
@@ -336,7 +336,7 @@ impl Run {
         // A prompt that does not fit: compact and try the same call once more.
         if error.kind == ProviderErrorKind::ContextWindowExceeded && !self.core.overflow_retried {
             self.core.overflow_retried = true;
-            let view = ContextView { counters: &self.core.counters, config: &self.core.config };
+            let view = ContextView::new(&self.core.counters, &self.core.config);
             let step = self.policy.on_overflow(&mut self.messages, &view);
             return match self.context_step(step, Some(spec.clone()))? {
                 Some(action) => Ok(action),
