@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use looprail_loop_core::engine::RunHeader;
@@ -34,8 +35,26 @@ pub struct SqliteStore {
     /// The one connection journals are written through (see [`SqliteStore::open_with`]);
     /// `None` once closed.
     journal_writer: Arc<tokio::sync::Mutex<Option<SqliteConnection>>>,
+    /// The write-ahead log's checkpoints, run beside the journals' writes (see
+    /// [`SqliteStore::open_with`]).
+    checkpoints: Arc<Checkpoints>,
     busy_ms: u64,
     worker: String,
+}
+
+/// Journal writes between two checkpoints of the write-ahead log. A gateway's save writes a few
+/// pages, so this is about SQLite's own 1,000 pages between automatic checkpoints.
+const WRITES_PER_CHECKPOINT: u32 = 256;
+
+/// The log's size (pages) at which the journals' writer checkpoints it itself: four times
+/// SQLite's default, reached only when writes come without a pause.
+const BACKSTOP_PAGES: &str = "4000";
+
+/// Counts the journals' writes and starts a checkpoint every [`WRITES_PER_CHECKPOINT`].
+#[derive(Debug, Default)]
+struct Checkpoints {
+    writes: AtomicU32,
+    running: AtomicBool,
 }
 
 /// `Ok` when an update touched a row; `UnknownRun` naming `what` when it touched none.
@@ -91,9 +110,23 @@ impl SqliteStore {
         // pool's connections taking turns, every save read its pages again (8-9 reads per save
         // at one request at a time on the gateway). And a pooled connection is pinged on its
         // thread each time it goes back to the pool: a second round trip per save.
-        let journal_writer = options.connect().await.map_err(|e| JournalError::from_sqlx(e, busy_ms))?;
+        //
+        // That connection leaves the write-ahead log's checkpoints to others: SQLite runs an
+        // automatic checkpoint inside the commit that fills the log, which then waits for two
+        // fsyncs (15-20 ms on the peers bench's VM), and a gateway's next request of a
+        // conversation waits for that conversation's save. A pooled connection checkpoints
+        // instead, beside the writes, every `WRITES_PER_CHECKPOINT` journal writes (a passive
+        // checkpoint does not stop a writer). Under writes without a pause the log cannot
+        // start over (each checkpoint ends behind the newest write), so the writer still
+        // checkpoints itself once the log reaches `BACKSTOP_PAGES`: the log stays bounded.
+        let journal_writer = options
+            .clone()
+            .pragma("wal_autocheckpoint", BACKSTOP_PAGES)
+            .connect()
+            .await
+            .map_err(|e| JournalError::from_sqlx(e, busy_ms))?;
         let journal_writer = Arc::new(tokio::sync::Mutex::new(Some(journal_writer)));
-        Ok(Self { pool, journal_writer, busy_ms, worker: default_worker_name() })
+        Ok(Self { pool, journal_writer, checkpoints: Arc::default(), busy_ms, worker: default_worker_name() })
     }
 
     fn db(&self) -> impl Fn(sqlx::Error) -> JournalError + '_ {
@@ -121,10 +154,30 @@ impl SqliteStore {
         }
     }
 
+    /// Starts a passive checkpoint of the write-ahead log on a pooled connection, unless one is
+    /// running; nothing waits for it (a failed one leaves the log to the next).
+    fn checkpoint_behind(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if self.checkpoints.running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (pool, checkpoints) = (self.pool.clone(), Arc::clone(&self.checkpoints));
+        runtime.spawn(async move {
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&pool).await {
+                tracing::debug!(error = %e, "write-ahead log checkpoint failed; the next one retries");
+            }
+            checkpoints.running.store(false, Ordering::Release);
+        });
+    }
+
     /// The journals' writer connection, held until the guard drops (an error once closed).
     async fn journal_writer(
         &self,
     ) -> Result<tokio::sync::MappedMutexGuard<'_, SqliteConnection>, JournalError> {
+        let written = self.checkpoints.writes.fetch_add(1, Ordering::Relaxed);
+        if written % WRITES_PER_CHECKPOINT == WRITES_PER_CHECKPOINT - 1 {
+            self.checkpoint_behind();
+        }
         let held = self.journal_writer.lock().await;
         tokio::sync::MutexGuard::try_map(held, Option::as_mut)
             .map_err(|_| JournalError::from_sqlx(sqlx::Error::PoolClosed, self.busy_ms))
