@@ -1,4 +1,4 @@
-//! Plain-HTTP/1 upstream connections driven by the task that uses them.
+//! HTTP/1 upstream connections, plain or TLS, driven by the task that uses them.
 //!
 //! hyper's pooled client runs each connection as a task of its own: the request goes to that
 //! task through a channel, and the answer's head and every piece of its body come back the
@@ -19,6 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -32,11 +33,12 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use crate::poll_rounds::PollRounds;
+use crate::upstream_stream::{Lease, UpstreamStream};
 
 /// The most idle connections kept for one upstream.
 const MAX_IDLE: usize = 256;
 
-type Conn = Connection<TokioIo<TcpStream>, Full<Bytes>>;
+type Conn = Connection<TokioIo<UpstreamStream>, Full<Bytes>>;
 
 /// One connection: the handle requests go through, the connection's own future (`None` once
 /// it has ended), and the rounds both are polled in, with the answer waiting on them: hyper's
@@ -57,11 +59,16 @@ fn drive(conn: &mut Option<Pin<Box<Conn>>>, cx: &mut Context<'_>) -> bool {
     conn.is_none()
 }
 
-/// Idle connections per upstream (`host:port`), the most recently used last.
+/// Idle connections per upstream (`host:port`, `https://host:port`), the most recently used
+/// last.
 pub(crate) struct Pool {
     idle: Mutex<HashMap<String, VecDeque<(Open, Instant)>>>,
     connect_timeout: Duration,
     idle_timeout: Duration,
+    /// `https://` requests from their send until their answer's body is done with.
+    tls_in_flight: Arc<AtomicUsize>,
+    /// The TLS setup, made on the first `https://` connection.
+    tls: std::sync::OnceLock<Result<tokio_rustls::TlsConnector, String>>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -79,6 +86,9 @@ pub(crate) enum Failed {
     /// The connection could not be opened.
     #[error("cannot connect to {0}: {1}")]
     Connect(String, std::io::Error),
+    /// The TLS handshake failed (or the host is no name a certificate can carry).
+    #[error("cannot connect to {0}: TLS: {1}")]
+    Tls(String, std::io::Error),
     /// The connection was not opened in time.
     #[error("cannot connect to {0}: no connection within {1} s")]
     ConnectTimeout(String, u64),
@@ -93,19 +103,44 @@ pub(crate) enum Failed {
 impl Pool {
     /// A pool opening connections within `connect_timeout`, closing those idle `idle_timeout`.
     pub(crate) fn new(connect_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
-        Arc::new(Self { idle: Mutex::default(), connect_timeout, idle_timeout })
+        Arc::new(Self {
+            idle: Mutex::default(),
+            connect_timeout,
+            idle_timeout,
+            tls_in_flight: Arc::default(),
+            tls: std::sync::OnceLock::new(),
+        })
     }
 
-    /// Sends `request` (its URI absolute, `http://`) and answers its head; the body drives the
-    /// connection as it is read.
+    /// A pool whose `https://` connections trust what `config` trusts (tests: a local CA).
+    #[cfg(test)]
+    pub(crate) fn with_tls(
+        connect_timeout: Duration,
+        idle_timeout: Duration,
+        config: rustls::ClientConfig,
+    ) -> Arc<Self> {
+        let pool = Self::new(connect_timeout, idle_timeout);
+        let _ = pool.tls.set(Ok(crate::upstream_stream::connector(config)));
+        pool
+    }
+
+    /// How many `https://` requests are under way (sent, their answer not yet read to its end).
+    pub(crate) fn tls_in_flight(&self) -> usize {
+        self.tls_in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Sends `request` (its URI absolute, `http://` or `https://`) and answers its head; the
+    /// body drives the connection as it is read.
     pub(crate) async fn send(
         self: &Arc<Self>,
         mut request: Request<Full<Bytes>>,
     ) -> Result<Response<Driven>, Failed> {
         let uri = request.uri().clone();
         let host = uri.host().ok_or(Failed::NoHost)?;
-        let port = uri.port_u16().unwrap_or(80);
-        let key = format!("{host}:{port}");
+        let tls = uri.scheme_str() == Some("https");
+        let lease = tls.then(|| Lease::new(&self.tls_in_flight));
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let key = if tls { format!("https://{host}:{port}") } else { format!("{host}:{port}") };
         if !request.headers().contains_key(http::header::HOST) {
             let value = uri.authority().map(|a| a.as_str()).unwrap_or(&key);
             if let Ok(value) = HeaderValue::from_str(value) {
@@ -118,7 +153,7 @@ impl Pool {
         loop {
             let (mut open, reused) = match self.take(&key) {
                 Some(open) => (open, true),
-                None => (self.connect(host, port, &key).await?, false),
+                None => (self.connect(host, port, &key, tls).await?, false),
             };
             let Open { send, conn, rounds } = &mut open;
             let ready = poll_fn(|cx| {
@@ -163,6 +198,7 @@ impl Pool {
                         body: Some(body),
                         open: Some((Mutex::new(open), pool, key)),
                         close,
+                        _lease: lease,
                     }));
                 }
                 // Not sent: a reused connection was closing; again on another.
@@ -200,8 +236,8 @@ impl Pool {
         connections.push_back((open, Instant::now()));
     }
 
-    /// A new connection to `host:port`.
-    async fn connect(&self, host: &str, port: u16, key: &str) -> Result<Open, Failed> {
+    /// A new connection to `host:port`, over TLS with `tls`.
+    async fn connect(&self, host: &str, port: u16, key: &str, tls: bool) -> Result<Open, Failed> {
         // An IPv6 literal comes bracketed in a URI.
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let stream = match tokio::time::timeout(self.connect_timeout, TcpStream::connect((host, port))).await
@@ -211,6 +247,18 @@ impl Pool {
             Err(_) => return Err(Failed::ConnectTimeout(key.to_owned(), self.connect_timeout.as_secs())),
         };
         let _ = stream.set_nodelay(true);
+        let stream = if tls {
+            let connector = self.tls.get_or_init(crate::upstream_stream::platform_connector).clone();
+            let connector = connector.map_err(|e| Failed::Tls(key.to_owned(), std::io::Error::other(e)))?;
+            let handshake = UpstreamStream::tls(stream, host, &connector);
+            match tokio::time::timeout(self.connect_timeout, handshake).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return Err(Failed::Tls(key.to_owned(), e)),
+                Err(_) => return Err(Failed::ConnectTimeout(key.to_owned(), self.connect_timeout.as_secs())),
+            }
+        } else {
+            UpstreamStream::Plain(stream)
+        };
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         Ok(Open { send, conn: Some(Box::pin(conn)), rounds: PollRounds::default() })
     }
@@ -252,6 +300,8 @@ pub(crate) struct Driven {
     open: Option<Lent>,
     /// Set: dropped early, the connection is closed, not read on.
     close: CloseOnDrop,
+    /// An `https://` request's place in the count of those under way.
+    _lease: Option<Lease>,
 }
 
 impl Driven {

@@ -1,15 +1,16 @@
 //! The gateway's HTTP client to its upstreams.
 //!
-//! An upstream reached over HTTPS, or through a proxy the environment names (`HTTP_PROXY`,
-//! `ALL_PROXY`, with `NO_PROXY`), goes through reqwest: TLS, the platform's certificates,
-//! HTTP/2, proxies. An upstream reached over plain HTTP without a proxy — a model server beside
-//! the gateway (vLLM, Ollama, another gateway) — goes through hyper's HTTP/1 connections
-//! directly, the engine reqwest wraps, without reqwest's layers, each connection driven by the
-//! task using it (see `http1_pool`): on the peers bench that saved about 30 µs of each call
-//! over reqwest, and 35 µs more over hyper's own pooled client (the gateway's own overhead is
-//! all a nearby upstream's client sees). Both answer a [`reqwest::Response`], so what reads it
-//! does not know which one ran. A request is an [`Outgoing`], not a reqwest builder: the plain
-//! path hands its headers and body to hyper as they are (no URL parsed twice, no body copied).
+//! An upstream reached without a proxy goes through hyper's HTTP/1 connections directly, the
+//! engine reqwest wraps, without reqwest's layers, each connection driven by the task using it
+//! (see `http1_pool`), plain or over TLS (rustls, the platform's certificates): on the peers
+//! bench that saved about 30 µs of each call over reqwest, and 35 µs more over hyper's own
+//! pooled client, on plain HTTP; over HTTPS, where reqwest's HTTP/2 connection task hands every
+//! request and answer across threads, about half a millisecond. An upstream behind a proxy the
+//! environment names (`HTTP_PROXY`, `ALL_PROXY`, with `NO_PROXY`) goes through reqwest, and so
+//! do `https://` requests beyond [`DRIVEN_TLS_MAX`] under way (HTTP/2 then carries thousands of
+//! streams on one connection). Both answer a [`reqwest::Response`], so what reads it does not
+//! know which one ran. A request is an [`Outgoing`], not a reqwest builder: the driven path
+//! hands its headers and body to hyper as they are (no URL parsed twice, no body copied).
 //!
 //! Which way a URL goes, and the forms of it each way needs (hyper's `Uri`, reqwest's `Url` for
 //! the answer's [`reqwest::Response::url`]), is worked out once per URL and remembered: an
@@ -17,7 +18,7 @@
 //! conversion parses a URL for every answer) was a tenth of the time between the upstream's
 //! answer and the client's.
 //!
-//! Limits alike: 10 s to connect, 600 s for the whole exchange on reqwest; on the plain path
+//! Limits alike: 10 s to connect, 600 s for the whole exchange on reqwest; on the driven path
 //! 600 s until the answer's head (its body then lasts as long as the client stays).
 
 use std::collections::HashMap;
@@ -55,12 +56,21 @@ const ROUTES_KEPT: usize = 64;
 /// The way a URL goes.
 #[derive(Debug, Clone)]
 enum Route {
-    /// Through reqwest: HTTPS, a proxy, or a URL hyper cannot take.
+    /// Through reqwest: a proxy, or a URL hyper cannot take.
     Full,
-    /// Plain HTTP straight to the upstream: the URL as hyper takes it, and as reqwest's
-    /// response tells it (when reqwest's parser takes it too).
-    Plain(axum::http::Uri, Option<reqwest::Url>),
+    /// Straight to the upstream over HTTP/1 connections the request's task drives (plain or
+    /// TLS): the URL as hyper takes it, and as reqwest's response tells it (when reqwest's
+    /// parser takes it too). `https://` goes through reqwest (HTTP/2) instead while
+    /// [`DRIVEN_TLS_MAX`] requests are under way on that path.
+    Driven(axum::http::Uri, Option<reqwest::Url>),
 }
+
+/// The most `https://` requests at once over the driven HTTP/1 connections; past it, reqwest
+/// carries them over HTTP/2, many streams on one connection. A request over a connection its
+/// own task drives answers sooner (on the peers bench, 150 KB agent requests over HTTPS: about
+/// 0.5 ms less added at one client), but HTTP/1 needs a connection per request under way, and
+/// thousands of open streams would need thousands of TLS connections and file descriptors.
+const DRIVEN_TLS_MAX: usize = 64;
 
 impl HttpClient {
     /// Builds both clients (reqwest needs a rustls crypto provider installed first).
@@ -82,12 +92,11 @@ impl HttpClient {
         if let Some(route) = routes.get(url) {
             return route.clone();
         }
-        let plain = url
-            .starts_with("http://")
+        let plain = (url.starts_with("http://") || url.starts_with("https://"))
             .then(|| url.parse::<axum::http::Uri>().ok())
             .flatten()
             .filter(|uri| self.proxies.intercept(uri).is_none())
-            .map(|uri| Route::Plain(uri, reqwest::Url::parse(url).ok()));
+            .map(|uri| Route::Driven(uri, reqwest::Url::parse(url).ok()));
         let route = plain.unwrap_or(Route::Full);
         if routes.len() >= ROUTES_KEPT {
             routes.clear();
@@ -102,7 +111,15 @@ impl HttpClient {
         if let Some(invalid) = invalid {
             return Err(invalid);
         }
-        let Route::Plain(uri, answered_from) = self.route(&url) else {
+        let route = match self.route(&url) {
+            Route::Driven(uri, _)
+                if uri.scheme_str() == Some("https") && self.plain.tls_in_flight() >= DRIVEN_TLS_MAX =>
+            {
+                Route::Full
+            }
+            route => route,
+        };
+        let Route::Driven(uri, answered_from) = route else {
             let request = self.full.request(method, url.as_str()).headers(headers).body(body);
             return self
                 .full

@@ -67,6 +67,7 @@ mod server_timing;
 mod state_store;
 mod store_failure;
 pub mod upstream;
+mod upstream_stream;
 pub mod wire;
 mod write_behind;
 

@@ -50,6 +50,10 @@ pub struct AgentRow {
     pub peak_rss_mb: Option<f64>,
     /// The size of the cell's requests (KB).
     pub body_kb: Option<usize>,
+    /// looprail's own time (its `server-timing` `gateway` metric) and the upstream's time as it
+    /// saw it (`upstream`), p50 and p99 (ms): where an added millisecond goes.
+    pub own: Option<(f64, f64)>,
+    pub seen_upstream: Option<(f64, f64)>,
 }
 
 /// A system's figures over a body cell's repeats.
@@ -62,6 +66,9 @@ struct Tally {
     added_first: Vec<f64>,
     /// Every request's time to the last byte.
     last: Vec<f64>,
+    /// The system's own time and the upstream's as it saw it, where it says (looprail).
+    own: Vec<f64>,
+    seen_upstream: Vec<f64>,
     errors: usize,
     requests: usize,
 }
@@ -140,6 +147,8 @@ pub async fn bodies(targets: &[Target], repeats: usize, conversations: usize, st
                         added.push(ms(mine.last) - ms(base.last));
                         tally.added_first.push(ms(mine.first) - ms(base.first));
                         tally.last.push(ms(mine.last));
+                        tally.own.extend(mine.own.map(ms));
+                        tally.seen_upstream.extend(mine.seen_upstream.map(ms));
                     }
                     tally.added.extend(&added);
                     tally.repeats.extend(p50_p99(added));
@@ -147,8 +156,16 @@ pub async fn bodies(targets: &[Target], repeats: usize, conversations: usize, st
             }
             // The upstream direct's row once per size (every group holds it).
             for (i, target) in group.iter().enumerate().skip(usize::from(g > 0)) {
-                let Tally { repeats: repeats_added, added, added_first: first, last, errors, requests } =
-                    &tallies[i];
+                let Tally {
+                    repeats: repeats_added,
+                    added,
+                    added_first: first,
+                    last,
+                    own,
+                    seen_upstream,
+                    errors,
+                    requests,
+                } = &tallies[i];
                 let spread = (!repeats_added.is_empty() && target.system != "direct").then(|| {
                     let lows = repeats_added.iter().map(|r| r.0);
                     let highs = repeats_added.iter().map(|r| r.1);
@@ -171,6 +188,8 @@ pub async fn bodies(targets: &[Target], repeats: usize, conversations: usize, st
                     spread,
                     peak_rss_mb: None,
                     body_kb: Some(request("size", size_kb, 1).len() / 1024),
+                    own: p50_p99(own.clone()),
+                    seen_upstream: p50_p99(seen_upstream.clone()),
                 });
             }
         }
@@ -314,7 +333,7 @@ pub fn row(cell: String, system: &'static str, samples: &[Sample], direct: Optio
 pub fn print(rows: &[AgentRow]) {
     println!("\nagent traffic (Anthropic Messages, streamed, unnamed conversations)");
     println!(
-        "{:<22} {:<9} {:>6} {:>6} {:>8} {:>8} {:>9} {:>9} {:>10} {:>17} {:>17} {:>8}",
+        "{:<22} {:<11} {:>6} {:>6} {:>8} {:>8} {:>9} {:>9} {:>10} {:>17} {:>17} {:>8} {:>13} {:>13}",
         "cell",
         "system",
         "req",
@@ -326,9 +345,12 @@ pub fn print(rows: &[AgentRow]) {
         "added ttfb",
         "p50 over repeats",
         "p99 over repeats",
-        "peak MB"
+        "peak MB",
+        "own p50/p99",
+        "its up p50/99"
     );
     let cell = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+    let pair = |v: Option<(f64, f64)>| v.map_or_else(|| "-".to_owned(), |(a, b)| format!("{a:.2}/{b:.2}"));
     for r in rows {
         let name = match r.body_kb {
             Some(kb) => format!("{} ({kb} KB)", r.cell),
@@ -341,7 +363,7 @@ pub fn print(rows: &[AgentRow]) {
             _ => "-".to_owned(),
         };
         println!(
-            "{:<22} {:<9} {:>6} {:>6} {:>8} {:>8} {:>9} {:>9} {:>10} {:>17} {:>17} {:>8}",
+            "{:<22} {:<11} {:>6} {:>6} {:>8} {:>8} {:>9} {:>9} {:>10} {:>17} {:>17} {:>8} {:>13} {:>13}",
             name,
             r.system,
             r.requests,
@@ -354,11 +376,14 @@ pub fn print(rows: &[AgentRow]) {
             spread(r.spread.map(|s| s.0), r.spread.map(|s| s.1)),
             spread(r.spread.map(|s| s.2), r.spread.map(|s| s.3)),
             r.peak_rss_mb.map_or_else(|| "-".to_owned(), |m| format!("{m:.0}")),
+            pair(r.own),
+            pair(r.seen_upstream),
         );
     }
     println!(
         "(milliseconds; body cells: added = per request against the upstream direct's request of the same round, over every repeat;
-open loops timed from when each request was due; peak MB = the system's processes' peak resident memory in the cell)"
+open loops timed from when each request was due; peak MB = the system's processes' peak resident memory in the cell;
+own = looprail's time by its server-timing header, from the request's body read to the answer's head; its up = the upstream's time as it saw it)"
     );
 }
 
@@ -374,7 +399,9 @@ pub fn json(rows: &[AgentRow]) -> Value {
                     "added_ttfb_p50_ms": ms(r.added_first.map(|a| a.0)),
                     "added_p50_over_repeats_ms": r.spread.filter(|_| r.cell.starts_with("body")).map(|s| [s.0, s.1]),
                     "added_p99_over_repeats_ms": r.spread.filter(|_| r.cell.starts_with("body")).map(|s| [s.2, s.3]),
-                    "peak_rss_mb": r.peak_rss_mb})
+                    "peak_rss_mb": r.peak_rss_mb,
+                    "own_p50_p99_ms": r.own.map(|o| [o.0, o.1]),
+                    "seen_upstream_p50_p99_ms": r.seen_upstream.map(|o| [o.0, o.1])})
             })
             .collect(),
     )

@@ -24,7 +24,9 @@
 //! `LOOPRAIL_PEERS_FS_WAIT_S` caps the wait for a settled filesystem (default 420 s);
 //! `LOOPRAIL_PEERS_TRAFFIC=small|agent` measures only the small requests' cells or only the
 //! agent-traffic cells ([`agent`]; both by default); `LOOPRAIL_PEERS_NAMED=1` names the small
-//! cells' conversations (`x-looprail-run`; unnamed by default, as agents send them).
+//! cells' conversations (`x-looprail-run`; unnamed by default, as agents send them);
+//! `LOOPRAIL_PEERS_PG=0` leaves the gateway on a PostgreSQL store (`looprail-pg`, a throwaway
+//! server started as the tests start theirs) out of the agent-traffic cells.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
@@ -74,9 +76,13 @@ fn workspace() -> PathBuf {
 }
 
 /// Starts every system; a peer that cannot be started is its reason.
+///
+/// With `postgres`, the looprail binary is also started on a PostgreSQL store, as
+/// `looprail-pg` (a throwaway server; its state saved before each answer, as replicas need).
 async fn systems(
     upstream: &str,
     dir: &Path,
+    postgres: bool,
 ) -> Vec<(&'static str, Result<(Target, Option<systems::Running>), String>)> {
     let mut started = vec![(
         "direct",
@@ -100,6 +106,11 @@ async fn systems(
     if let Some(release) = std::env::var_os("LOOPRAIL_PEERS_RELEASE") {
         peers.insert(2, ("release", Ok(PathBuf::from(release))));
     }
+    if postgres {
+        let at = peers.iter().position(|(s, _)| *s == "litellm").unwrap_or(peers.len());
+        let program = peers.iter().find(|(s, _)| *s == "looprail").map(|(_, p)| p.clone());
+        peers.insert(at, ("looprail-pg", program.unwrap_or_else(|| Err("no looprail binary".to_owned()))));
+    }
     // LOOPRAIL_PEERS_SYSTEMS=nginx,looprail measures only those (beside the upstream direct).
     let only = std::env::var("LOOPRAIL_PEERS_SYSTEMS").ok();
     for (system, program) in peers {
@@ -119,7 +130,11 @@ async fn systems(
             Ok(program) => match system {
                 "nginx" => systems::nginx(&program, upstream, &sub).await,
                 "litellm" => systems::litellm(&program, upstream, &sub).await,
-                _ => systems::looprail(system, &program, upstream, &sub).await,
+                "looprail-pg" => match postgres_store().await {
+                    Ok(url) => systems::looprail(system, &program, upstream, &sub, Some(&url)).await,
+                    Err(reason) => Err(reason),
+                },
+                _ => systems::looprail(system, &program, upstream, &sub, None).await,
             },
         };
         let entry = running.and_then(|r| {
@@ -136,6 +151,12 @@ async fn systems(
         started.push((system, entry));
     }
     started
+}
+
+/// A fresh database on a throwaway PostgreSQL server (the tests' own), kept for the process.
+async fn postgres_store() -> Result<String, String> {
+    let server = looprail_testkit_postgres::server()?;
+    Ok(server.fresh_database().await)
 }
 
 /// One client sending to `targets` in turn for `rounds` rounds: a row each.
@@ -339,7 +360,8 @@ async fn measure_agent(targets: &[Target], quick: bool) -> Vec<agent::AgentRow> 
     };
     for wanted in counts {
         let mut direct: Option<agent::AgentRow> = None;
-        for target in targets {
+        // The store plays no part in a stream's relay: the PostgreSQL gateway sits this out.
+        for target in targets.iter().filter(|t| t.system != "looprail-pg") {
             let count = wanted.min(stream_capacity(target.system));
             eprintln!("measuring {count} slow streams through {}", target.system);
             quiet::quiet().await;
@@ -399,7 +421,7 @@ async fn run() -> Result<usize, String> {
     // LOOPRAIL_PEERS_KEEP=1 keeps the systems' files (their logs) after the run.
     dir.disable_cleanup(std::env::var("LOOPRAIL_PEERS_KEEP").is_ok_and(|v| v == "1"));
     let file_create_us = settled_filesystem(dir.path()).await;
-    let started = systems(&upstream, dir.path()).await;
+    let started = systems(&upstream, dir.path(), false).await;
     let (mut targets, mut skipped, mut running) = (Vec::new(), Vec::new(), Vec::new());
     for (system, entry) in started {
         match entry {
@@ -420,7 +442,9 @@ async fn run() -> Result<usize, String> {
         let sub = dir.path().join("https");
         let _ = std::fs::create_dir_all(&sub);
         let (mut targets, mut running) = (Vec::new(), Vec::new());
-        for (system, entry) in systems(&tls, &sub).await {
+        // LOOPRAIL_PEERS_PG=0 leaves out the PostgreSQL-store gateway.
+        let postgres = std::env::var("LOOPRAIL_PEERS_PG").map_or(true, |v| v != "0");
+        for (system, entry) in systems(&tls, &sub, postgres).await {
             match entry {
                 Ok((target, process)) => {
                     targets.push(target);

@@ -242,20 +242,24 @@ pub async fn litellm(program: &Path, upstream: &str, dir: &Path) -> Result<Runni
     start("litellm", command, format!("http://127.0.0.1:{port}"), &dir.join("litellm.log")).await
 }
 
-/// `looprail gateway` with its defaults: the guard stack, a SQLite store, recording on.
+/// `looprail gateway` with its defaults: the guard stack, a SQLite store (or the PostgreSQL
+/// database `store` names), recording on.
 pub async fn looprail(
     system: &'static str,
     program: &Path,
     upstream: &str,
     dir: &Path,
+    store: Option<&str>,
 ) -> Result<Running, String> {
     let port = free_port()?;
-    let store: PathBuf = dir.join("looprail.db");
+    let sqlite: PathBuf = dir.join("looprail.db");
     let mut command = Command::new(program);
+    command.args(["gateway", "--listen", &format!("127.0.0.1:{port}")]).arg("--store");
+    match store {
+        Some(url) => command.arg(url),
+        None => command.arg(&sqlite),
+    };
     command
-        .args(["gateway", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--store")
-        .arg(&store)
         .args(["--openai-upstream", upstream, "--anthropic-upstream", upstream])
         .arg("--record-dir")
         .arg(dir.join("records"))

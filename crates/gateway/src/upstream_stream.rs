@@ -1,0 +1,120 @@
+//! A connection to an upstream as [`http1_pool`](crate::http1_pool) drives it: plain TCP, or
+//! TLS over it (rustls, the platform's certificate verifier, as reqwest uses, and HTTP/1.1
+//! asked for by ALPN).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// Plain TCP or TLS over it.
+#[derive(Debug)]
+pub(crate) enum UpstreamStream {
+    /// `http://`.
+    Plain(TcpStream),
+    /// `https://`.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// The TLS client setup of `https://` connections: the platform's verifier (the system's
+/// certificates, `SSL_CERT_FILE` included), as reqwest's; HTTP/1.1 by ALPN.
+pub(crate) fn platform_connector() -> Result<TlsConnector, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config =
+        <rustls::ClientConfig as rustls_platform_verifier::ConfigVerifierExt>::with_platform_verifier()
+            .map_err(|e| format!("cannot set up TLS: {e}"))?;
+    Ok(connector(config))
+}
+
+/// `config` asking for HTTP/1.1 by ALPN.
+pub(crate) fn connector(mut config: rustls::ClientConfig) -> TlsConnector {
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    TlsConnector::from(Arc::new(config))
+}
+
+/// One request counted in a count of those under way (the pool's `https://` requests) while it
+/// lives.
+pub(crate) struct Lease(Arc<AtomicUsize>);
+
+impl Lease {
+    /// Counts one more in `count` until dropped.
+    pub(crate) fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(count))
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl UpstreamStream {
+    /// TLS over `tcp` to `host` (its name checked against the certificate).
+    pub(crate) async fn tls(tcp: TcpStream, host: &str, connector: &TlsConnector) -> io::Result<Self> {
+        let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
+        Ok(Self::Tls(Box::new(connector.connect(name, tcp).await?)))
+    }
+}
+
+impl AsyncRead for UpstreamStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for UpstreamStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Self::Plain(s) => s.is_write_vectored(),
+            Self::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "upstream_stream_tests.rs"]
+mod tests;
