@@ -20,6 +20,36 @@ use crate::save::{Recording, Save};
 use crate::wire::Api;
 use crate::wire::responses::{ItemKind, model_item_id};
 
+/// Reads the rest of an upstream body whose terminal event has been relayed (normally only the
+/// body's end), behind the answer, for at most [`DRAIN_TIME`] and [`DRAIN_BYTES`].
+///
+/// Dropped unread instead, an HTTP/2 stream is reset (`CANCEL`), and frames the upstream sent
+/// before it learnt of the reset can arrive for a stream h2 no longer keeps; h2 answers those
+/// with resets of its own, which it counts, and past 1,024 on one connection it closes the
+/// connection, every stream on it broken. On the driven HTTP/1 path
+/// reading to the end also puts the connection back in the pool.
+///
+/// [`DRAIN_TIME`]: crate::http1_pool::DRAIN_TIME
+/// [`DRAIN_BYTES`]: crate::http1_pool::DRAIN_BYTES
+fn read_out<S>(mut upstream: S)
+where
+    S: futures_util::Stream<Item = reqwest::Result<Bytes>> + Send + Unpin + 'static,
+{
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async move {
+        let rest = async {
+            let mut read = 0;
+            while let Some(Ok(piece)) = futures_util::StreamExt::next(&mut upstream).await {
+                read += piece.len();
+                if read > crate::http1_pool::DRAIN_BYTES {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(crate::http1_pool::DRAIN_TIME, rest).await;
+    });
+}
+
 impl Gateway {
     /// Passes the upstream's event stream to the client as it arrives and, when it ends, counts
     /// the reply it carried and stores the conversation. A stream that breaks ends with the
@@ -69,6 +99,7 @@ impl Gateway {
                     }
                     if open.0.is_done() {
                         // Only a malformed event ends a stream here: it is stored as it ended.
+                        read_out(upstream);
                         let (reader, done, gateway) = *open;
                         Box::pin(gateway.complete(reader, done)).await;
                         return None;
@@ -125,6 +156,7 @@ impl Gateway {
                     }
                     // The terminal event: the conversation is saved (or its save begun, see
                     // `write_behind`) before the client sees it, so its next request finds it.
+                    read_out(upstream);
                     let (reader, done, gateway) = *open;
                     Box::pin(gateway.complete(reader, done)).await;
                     return Some((Ok(passed), (None, None, relayed, None)));

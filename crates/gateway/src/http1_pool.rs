@@ -265,9 +265,9 @@ impl Pool {
 }
 
 /// The longest a body dropped before its end is read on for its connection's sake.
-const DRAIN_TIME: Duration = Duration::from_secs(1);
+pub(crate) const DRAIN_TIME: Duration = Duration::from_secs(1);
 /// The most bytes read on; a longer rest closes the connection instead.
-const DRAIN_BYTES: usize = 64 * 1024;
+pub(crate) const DRAIN_BYTES: usize = 64 * 1024;
 
 /// A connection lent to an answer, with its pool and key.
 type Lent = (Mutex<Open>, Arc<Pool>, String);

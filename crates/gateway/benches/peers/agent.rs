@@ -18,6 +18,7 @@
 
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -239,7 +240,7 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
                 let response = match response {
                     Ok(response) => response,
                     Err(e) => {
-                        why("send", &e.to_string());
+                        why("send", &chain(&e));
                         return Sample::failed(due);
                     }
                 };
@@ -248,11 +249,14 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
                     why("status", response.status().as_str());
                 }
                 let mut chunks = response.bytes_stream();
-                let (mut first, mut bytes) = (None, 0);
+                let (mut first, mut bytes, mut tail) = (None, 0, Bytes::new());
                 while let Some(chunk) = chunks.next().await {
-                    let Ok(chunk) = chunk else {
-                        why("body", "the stream broke");
-                        return Sample::failed(due);
+                    let chunk = match chunk {
+                        Ok(chunk) => chunk,
+                        Err(e) => {
+                            why("body", &chain(&e));
+                            return Sample::failed(due);
+                        }
                     };
                     if !chunk.is_empty() {
                         // The first byte after the model's own wait.
@@ -260,11 +264,15 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
                             due.elapsed().saturating_sub(Duration::from_millis(delay))
                         });
                         bytes += chunk.len();
+                        tail = chunk;
                     }
                 }
                 let last = due.elapsed();
                 if ok && bytes < 9_000 {
-                    why("short", "fewer than 9,000 bytes");
+                    // How it ended says why (the gateway's error event names the cause).
+                    let end =
+                        String::from_utf8_lossy(&tail[tail.len().saturating_sub(160)..]).replace('\n', " ");
+                    why("short", &end);
                 }
                 Sample {
                     first: first.unwrap_or(last),
@@ -286,8 +294,20 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
 /// Why slow streams failed (printed after the cell).
 static WHY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
+/// An error with its causes (reqwest's own says only "error sending request").
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
+
 fn why(kind: &str, detail: &str) {
-    let text: String = format!("{kind}: {detail}").chars().take(120).collect();
+    let text: String = format!("{kind}: {detail}").chars().take(240).collect();
     WHY.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(text);
 }
 

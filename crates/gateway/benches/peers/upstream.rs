@@ -226,8 +226,20 @@ pub async fn start_tls() -> Result<String, String> {
                 let mut builder =
                     hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
                 // As many streams on one connection as a client opens (the APIs allow hundreds).
-                builder.http2().max_concurrent_streams(20_000);
-                let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(tls), service).await;
+                // And no cap on the streams it resets itself: past h2's default (1,024 such
+                // resets) it sends GOAWAY and closes the connection, every stream on it broken.
+                builder
+                    .http2()
+                    .max_concurrent_streams(20_000)
+                    .max_local_error_reset_streams(None)
+                    .max_pending_accept_reset_streams(None);
+                if let Err(e) = builder.serve_connection(hyper_util::rt::TokioIo::new(tls), service).await {
+                    // A connection that fails takes every stream on it: say why (a few times).
+                    static TOLD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                    if TOLD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 5 {
+                        eprintln!("the HTTPS upstream's connection failed: {e:?}");
+                    }
+                }
             });
         }
     });
