@@ -402,4 +402,4 @@ impl hyper::body::Body for Driven {
 
 #[cfg(test)]
 #[path = "http1_pool_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -38,7 +38,8 @@ async fn upstream() -> (String, Arc<AtomicUsize>) {
     (format!("http://{address}"), accepted)
 }
 
-fn post(url: String) -> Request<Full<Bytes>> {
+/// A POST of `{}` to `url`.
+pub(crate) fn post(url: String) -> Request<Full<Bytes>> {
     let mut request = Request::new(Full::new(Bytes::from_static(b"{}")));
     *request.method_mut() = http::Method::POST;
     *request.uri_mut() = url.parse().expect("uri");

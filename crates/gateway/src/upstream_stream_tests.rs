@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::{self, Request};
+use axum::http;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::http1_pool::tests::post;
 use crate::http1_pool::{Failed, Pool};
 
 fn tls_dir() -> PathBuf {
@@ -56,13 +57,6 @@ async fn tls_upstream() -> (String, Arc<AtomicUsize>) {
         }
     });
     (format!("https://127.0.0.1:{}", address.port()), accepted)
-}
-
-fn post(url: String) -> Request<Full<Bytes>> {
-    let mut request = Request::new(Full::new(Bytes::from_static(b"{}")));
-    *request.method_mut() = http::Method::POST;
-    *request.uri_mut() = url.parse().expect("uri");
-    request
 }
 
 /// A pool trusting the bench's CA only.
