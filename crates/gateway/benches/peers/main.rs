@@ -25,6 +25,7 @@
 //! `LOOPRAIL_PEERS_TRAFFIC=small|agent` measures only the small requests' cells or only the
 //! agent-traffic cells ([`agent`]; both by default); `LOOPRAIL_PEERS_NAMED=1` names the small
 //! cells' conversations (`x-looprail-run`; unnamed by default, as agents send them);
+//! `LOOPRAIL_PEERS_AGENT_HTTP=1` runs the agent cells over plain HTTP instead of HTTPS;
 //! `LOOPRAIL_PEERS_PG=0` leaves the gateway on a PostgreSQL store (`looprail-pg`, a throwaway
 //! server started as the tests start theirs) out of the agent-traffic cells.
 
@@ -438,7 +439,13 @@ async fn run() -> Result<usize, String> {
     // The agent-traffic cells over HTTPS: the systems again, in front of the upstream's TLS
     // twin, trusting the bench's CA.
     let agent_rows = if traffic("agent") {
-        let tls = upstream::start_tls().await.map_err(|e| format!("cannot start the HTTPS upstream: {e}"))?;
+        // LOOPRAIL_PEERS_AGENT_HTTP=1: the same cells over plain HTTP (to tell TLS's share).
+        let tls = if std::env::var("LOOPRAIL_PEERS_AGENT_HTTP").is_ok_and(|v| v == "1") {
+            upstream::start().await.map_err(|e| e.to_string())
+        } else {
+            upstream::start_tls().await
+        }
+        .map_err(|e| format!("cannot start the agent cells' upstream: {e}"))?;
         let sub = dir.path().join("https");
         let _ = std::fs::create_dir_all(&sub);
         let (mut targets, mut running) = (Vec::new(), Vec::new());
