@@ -16,6 +16,7 @@ mod exit;
 mod gateway;
 mod hook;
 mod live;
+mod log;
 mod progress;
 
 use std::path::PathBuf;
@@ -204,12 +205,12 @@ fn command() -> ExitCode {
         }
         Command::Run(args) => return finish(live::run(args)),
         Command::Submit(args) => return finish(live::submit(args)),
-        Command::Worker(args) => return finish(live::worker(args)),
+        Command::Worker(args) => return finish(log::to_stderr().and_then(|()| live::worker(args))),
         Command::Gateway(args) => {
-            return finish(
+            return finish(log::to_stderr().and_then(|()| {
                 load_config(args.config.as_ref(), args.profile.unwrap_or(Profile::CodingAgent))
-                    .and_then(|config| gateway::gateway(args, config)),
-            );
+                    .and_then(|config| gateway::gateway(args, config))
+            }));
         }
         Command::Wait(args) => return finish(live::wait(args)),
         Command::Runs { store } => live::list(&store),

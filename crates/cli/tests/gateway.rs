@@ -127,7 +127,7 @@ async fn the_config_files_gateway_section_sets_upstream_fallbacks_and_recording(
         ),
     )
     .unwrap();
-    let (mut gateway, _stderr, address) = spawn_gateway(
+    let (mut gateway, mut stderr, address) = spawn_gateway(
         Command::new(env!("CARGO_BIN_EXE_looprail"))
             .args(["gateway", "--config"])
             .arg(&config)
@@ -140,6 +140,11 @@ async fn the_config_files_gateway_section_sets_upstream_fallbacks_and_recording(
     let _ = Command::new("kill").args(["-TERM", &gateway.id().to_string()]).status();
     assert!(gateway.wait().unwrap().success());
     assert_eq!((status, body["model"].as_str()), (200, Some("small")), "{body}");
+    // The operator is told, on stderr, one line per warning.
+    let mut told = String::new();
+    stderr.read_to_string(&mut told).unwrap();
+    let fallback = told.lines().find(|l| l.contains("gateway falls back to another model"));
+    assert!(fallback.is_some_and(|l| l.contains("WARN") && l.contains("to=small")), "{told}");
     let models: Vec<Value> = upstream.requests().iter().map(|r| r.body["model"].clone()).collect();
     assert_eq!(models, [json!("m"), json!("small")], "no retry, then the fallback");
     assert!(!dir.join("logs").exists(), "record = false records nothing");
@@ -161,6 +166,15 @@ async fn the_config_files_gateway_section_sets_upstream_fallbacks_and_recording(
         .unwrap();
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(bad.status.code() == Some(1) && stderr.contains("openai:MODEL"), "{stderr}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_looprail"))
+        .args(["gateway", "--store"])
+        .arg(dir.join("gateway.db"))
+        .env("LOOPRAIL_LOG", "verbose")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("error: LOOPRAIL_LOG: `verbose`") && stderr.lines().count() == 1, "{stderr}");
     // A flag is held to its key's bounds, and the message names the flag.
     for (flag, value) in [("--retries", "11"), ("--anthropic-upstream", "ftp://example.com")] {
         let mut gateway = Command::new(env!("CARGO_BIN_EXE_looprail"))
