@@ -87,8 +87,10 @@ pub fn replace_history_pinned(
     summary: Message,
     pinned: &[Message],
 ) {
-    let tag = |m: &Message| m.internal.as_ref().map(|t| t.reason.clone());
-    let pinned_tags: Vec<String> = pinned.iter().filter_map(tag).collect();
+    fn tag(m: &Message) -> Option<&str> {
+        m.internal.as_ref().map(|t| t.reason.as_str())
+    }
+    let pinned_tags: Vec<&str> = pinned.iter().filter_map(tag).collect();
     let superseded = |m: &Message| tag(m).is_some_and(|t| pinned_tags.contains(&t));
     let mut tail = messages.split_off(split);
     let middle = messages.split_off(body);

@@ -5,11 +5,11 @@
 //! (see `http1_pool`), plain or over TLS (rustls, the platform's certificates): on the peers
 //! bench that saved about 30 µs of each call over reqwest, and 35 µs more over hyper's own
 //! pooled client, on plain HTTP; over HTTPS, where reqwest's HTTP/2 connection task hands every
-//! request and answer across tasks, 0.15-0.25 ms for 4-150 KB agent requests (none at 500 KB). An upstream behind a proxy the
-//! environment names (`HTTP_PROXY`, `ALL_PROXY`, with `NO_PROXY`) goes through reqwest, and so
-//! do `https://` requests beyond [`DRIVEN_TLS_MAX`] under way (HTTP/2 then carries the rest on
-//! one connection). Both answer a [`reqwest::Response`], so what reads it does not
-//! know which one ran. A request is an [`Outgoing`], not a reqwest builder: the driven path
+//! request and answer across tasks, 0.15-0.25 ms for 4-150 KB agent requests (none at 500 KB).
+//! An upstream behind a proxy the environment names (`HTTP_PROXY`, `ALL_PROXY`, with
+//! `NO_PROXY`) goes through reqwest, and so do `https://` requests beyond [`DRIVEN_TLS_MAX`]
+//! under way (HTTP/2 then carries the rest on one connection). Both answer a
+//! [`reqwest::Response`], so what reads it does not know which one ran. A request is an [`Outgoing`], not a reqwest builder: the driven path
 //! hands its headers and body to hyper as they are (no URL parsed twice, no body copied).
 //!
 //! Which way a URL goes, and the forms of it each way needs (hyper's `Uri`, reqwest's `Url` for
@@ -38,11 +38,11 @@ const CONNECT: Duration = Duration::from_secs(10);
 /// How long an exchange may take.
 const EXCHANGE: Duration = Duration::from_secs(600);
 
-/// The client: reqwest, and hyper's client for plain-HTTP upstreams not behind a proxy.
+/// The client: reqwest, and the driven HTTP/1 connections for upstreams not behind a proxy.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     full: reqwest::Client,
-    plain: Arc<Pool>,
+    driven: Arc<Pool>,
     /// Whether a URL goes through a proxy (the environment's, read once, as reqwest reads it).
     proxies: Arc<Matcher>,
     /// The way each URL called lately goes.
@@ -83,11 +83,11 @@ impl HttpClient {
         Ok(Self::with(full, Matcher::from_system()))
     }
 
-    /// The plain client beside `full`, `proxies` saying which URLs go through a proxy (the
+    /// The driven connections beside `full`, `proxies` saying which URLs go through a proxy (the
     /// ones `full` was told of).
     fn with(full: reqwest::Client, proxies: Matcher) -> Self {
-        let plain = Pool::new(CONNECT, Duration::from_secs(90));
-        Self { full, plain, proxies: Arc::new(proxies), routes: Arc::default() }
+        let driven = Pool::new(CONNECT, Duration::from_secs(90));
+        Self { full, driven, proxies: Arc::new(proxies), routes: Arc::default() }
     }
 
     /// The way `url` goes, worked out the first time it is called.
@@ -96,12 +96,12 @@ impl HttpClient {
         if let Some(route) = routes.get(url) {
             return route.clone();
         }
-        let plain = (url.starts_with("http://") || url.starts_with("https://"))
+        let driven = (url.starts_with("http://") || url.starts_with("https://"))
             .then(|| url.parse::<axum::http::Uri>().ok())
             .flatten()
             .filter(|uri| self.proxies.intercept(uri).is_none())
             .map(|uri| Route::Driven(uri, reqwest::Url::parse(url).ok()));
-        let route = plain.unwrap_or(Route::Full);
+        let route = driven.unwrap_or(Route::Full);
         if routes.len() >= ROUTES_KEPT {
             routes.clear();
         }
@@ -117,7 +117,7 @@ impl HttpClient {
         }
         let route = match self.route(&url) {
             Route::Driven(uri, _)
-                if uri.scheme_str() == Some("https") && self.plain.tls_in_flight() >= DRIVEN_TLS_MAX =>
+                if uri.scheme_str() == Some("https") && self.driven.tls_in_flight() >= DRIVEN_TLS_MAX =>
             {
                 Route::Full
             }
@@ -135,7 +135,7 @@ impl HttpClient {
         *request.method_mut() = method;
         *request.uri_mut() = uri;
         *request.headers_mut() = headers;
-        match tokio::time::timeout(EXCHANGE, self.plain.send(request)).await {
+        match tokio::time::timeout(EXCHANGE, self.driven.send(request)).await {
             Ok(Ok(mut response)) => {
                 // The URL the answer says it came from, given (reqwest would parse a stand-in).
                 if let Some(url) = answered_from {
@@ -151,7 +151,7 @@ impl HttpClient {
 }
 
 /// A request to an upstream: its method, URL, headers and whole body, built without reqwest's
-/// builder, so the plain path hands it to hyper as it is (no second parse of the URL, no copy
+/// builder, so the driven path hands it to hyper as it is (no second parse of the URL, no copy
 /// of the body).
 #[derive(Debug, Clone)]
 pub struct Outgoing {

@@ -171,6 +171,7 @@ impl SqliteStore {
     }
 
     /// The journals' writer connection, held until the guard drops (an error once closed).
+    /// Each call counts as one journal write toward the next checkpoint behind the writes.
     async fn journal_writer(
         &self,
     ) -> Result<tokio::sync::MappedMutexGuard<'_, SqliteConnection>, JournalError> {
