@@ -73,6 +73,7 @@ mod loop_guard;
 mod repeat_counter;
 pub mod repetition;
 pub mod replay;
+pub mod session;
 pub mod signature;
 mod stuck_patterns;
 mod waiting;

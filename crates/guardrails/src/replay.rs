@@ -3,14 +3,13 @@
 
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::context::LoggedContext;
-use looprail_loop_core::event::Event;
-use looprail_loop_core::guard::{Counters, Decision, Guard, TurnView};
+use looprail_loop_core::guard::Guard;
 use looprail_loop_core::message::{Message, Role, ToolCall, ToolResult};
-use looprail_loop_core::outcome::StopCause;
 use looprail_loop_core::provider::{ModelResponse, StopReason, Usage};
-use looprail_loop_core::tool::ToolChoice;
-use looprail_loop_core::watch::{WatchReplies, WatchedPart, degenerate_reply, inspect};
+use looprail_loop_core::watch::{WatchReplies, WatchedPart, inspect};
 use serde::{Deserialize, Serialize};
+
+use crate::session::GuardSession;
 
 pub use crate::error_patterns::{ErrorClassifier, ErrorPatterns};
 
@@ -86,10 +85,6 @@ pub struct DegenerateFound {
     pub read_bytes: u64,
 }
 
-fn limit_name(reason: looprail_loop_core::outcome::LimitReason) -> String {
-    looprail_loop_core::event::wire_name(&reason).unwrap_or_default()
-}
-
 /// The results of `calls` among the tool messages from `messages[start]` on, in call order;
 /// a call with no logged result gets an empty one.
 pub fn results_for(messages: &[Message], start: usize, calls: &[ToolCall]) -> Vec<ToolResult> {
@@ -107,76 +102,6 @@ pub fn results_for(messages: &[Message], start: usize, calls: &[ToolCall]) -> Ve
                 .map_or_else(|| ToolResult::ok(&call.id, ""), |r| (*r).clone())
         })
         .collect()
-}
-
-struct Replayer<'a> {
-    report: ReplayReport,
-    calls: &'a [ToolCall],
-    first_index: u64,
-}
-
-impl Replayer<'_> {
-    fn last(&self) -> (u64, String) {
-        let n = self.calls.len() as u64;
-        (
-            self.first_index + n.saturating_sub(1),
-            self.calls.last().map(|c| c.name.clone()).unwrap_or_default(),
-        )
-    }
-
-    /// Records decisions; returns true when the run would stop here.
-    fn take(&mut self, decisions: Vec<Decision>, ask_tool: Option<&str>) -> bool {
-        for decision in decisions {
-            match decision {
-                Decision::Emit(Event::LoopDetected { call_index, detector, tier, tool, level, evidence }) => {
-                    self.report.events.push(ReplayEvent {
-                        call_index,
-                        event: "agent.loop.detected".into(),
-                        detector,
-                        level,
-                        tool,
-                        tier,
-                        evidence,
-                    });
-                }
-                Decision::Emit(Event::GuardIntervened { guard, action }) => {
-                    let (call_index, tool) = self.last();
-                    let level = if action == "reflection" { action } else { "nudge".to_owned() };
-                    self.report.events.push(ReplayEvent {
-                        call_index,
-                        event: "agent.guardrail.intervened".into(),
-                        detector: guard,
-                        level,
-                        tool,
-                        tier: String::new(),
-                        evidence: Vec::new(),
-                    });
-                }
-                Decision::ForceToolChoice(ToolChoice::Named(name)) if Some(name.as_str()) == ask_tool => {
-                    let at = self.report.events.last().map_or_else(|| self.last().0, |e| e.call_index);
-                    self.report.stopped_at = Some(at);
-                    self.report.stop_reason = Some("ask_human".into());
-                    return true;
-                }
-                Decision::Stop(cause) => {
-                    let at = self.report.events.last().map_or_else(|| self.last().0, |e| e.call_index);
-                    self.report.stopped_at = Some(at);
-                    self.report.stop_reason = Some(match cause {
-                        StopCause::LoopDetected { detector, .. } => format!("loop_detected:{detector}"),
-                        StopCause::Limit { reason } => {
-                            // A live run answers a limit with its fallback reply (F10).
-                            self.report.fallback_reply = true;
-                            format!("limit:{}", limit_name(reason))
-                        }
-                        other => other.describe(),
-                    });
-                    return true;
-                }
-                _ => {}
-            }
-        }
-        false
-    }
 }
 
 /// Replays `messages` through `guards` and reports where they would have intervened. Tool
@@ -240,165 +165,67 @@ fn replay_with(
     replies: Option<&dyn WatchReplies>,
     timeline: &Timeline,
 ) -> ReplayReport {
-    let mut counters = Counters { user_turns: 1, ..Counters::default() };
+    let mut session = GuardSession::new(guards, config);
+    if !caps {
+        session = session.without_iteration_cap();
+    }
     // The assistant messages so far: the index of a reply in `timeline`.
     let mut reply = 0usize;
-    let mut report = ReplayReport::default();
-    let mut seen_user = false;
-    let ask_tool = config.guardrails.ask_human_tool.as_deref();
     let mut context = LoggedContext::default();
+    let logged_calls = || messages.iter().flat_map(Message::tool_calls).count() as u64;
     for (i, message) in messages.iter().enumerate() {
         // The prompt a turn here is sent: the context before this message.
         let prompt = context.tokens();
         context.push(message, tokens.get(i).copied().unwrap_or(0));
         match message.role {
-            Role::User if !message.is_internal() => {
-                if seen_user {
-                    counters.start_user_turn(None);
-                    guards.iter_mut().for_each(|g| g.on_user_turn());
-                }
-                seen_user = true;
-            }
+            Role::User if !message.is_internal() => session.user_message(None),
             Role::Assistant => {
-                let elapsed = timeline.elapsed(reply);
-                counters.mark_stretch_time(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
-                if let Some(stop) = before_turn(messages, i, guards, config, &counters, caps, elapsed) {
-                    let made = counters.tool_calls;
-                    let mut replayer = Replayer {
-                        report: std::mem::take(&mut report),
-                        calls: &[],
-                        first_index: u64::from(made),
-                    };
-                    replayer.take(stop, None);
-                    report = replayer.report;
-                    report.stopped_at = Some(u64::from(made.saturating_sub(1)));
-                    report.tool_calls = messages.iter().flat_map(Message::tool_calls).count() as u64;
-                    return report;
+                let at = timeline.elapsed(reply);
+                session.before_model(at);
+                if session.report().stopped_at.is_some() {
+                    break;
                 }
                 let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
-                counters.turns += 1;
-                counters.iterations += 1;
                 let estimated = Usage {
                     input_tokens: prompt,
                     output_tokens: tokens.get(i).copied().unwrap_or(0),
                     ..Usage::default()
                 };
                 let spent = timeline.usage(reply, &estimated);
-                counters.usage.add(spent);
-                counters.cost += timeline.cost(reply, config, spent);
+                let cost = timeline.cost(reply, config, spent);
                 reply += 1;
                 let response = ModelResponse {
                     text: message.joined_text(),
-                    tool_calls: calls.clone(),
                     stop_reason: if calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse },
+                    tool_calls: calls,
                     usage: None,
                     model: String::new(),
                     id: None,
                 };
-                let view = TurnView { counters: &counters, messages: &messages[..=i], config, elapsed };
-                if let Some(replies) = replies
-                    && degenerate(&response, replies, guards, &view, &mut report)
-                {
-                    report.tool_calls = messages.iter().flat_map(Message::tool_calls).count() as u64;
-                    return report;
+                let cut = replies.and_then(|r| inspect(&response, r.watch().as_mut()));
+                session.model_response(&response, spent, cost, at, cut);
+                if session.report().stopped_at.is_some() {
+                    break;
                 }
-                if calls.is_empty() {
+                let answered = messages[i + 1..].iter().take_while(|m| m.role == Role::Tool).count();
+                if answered == 0 {
+                    // Its results are not in the log: the guards never read them.
+                    session.drop_open_turn();
                     continue;
                 }
-                let results = results_for(messages, i + 1, &calls);
-                let mut replayer = Replayer {
-                    report: std::mem::take(&mut report),
-                    calls: &calls,
-                    first_index: counters.tool_calls.into(),
-                };
-                counters.tool_calls =
-                    counters.tool_calls.saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
-                let view = TurnView { counters: &counters, messages: &messages[..=i], config, elapsed };
-                let mut stopped = false;
-                for guard in guards.iter_mut() {
-                    stopped |= replayer.take(guard.after_response(&view, &response), ask_tool);
+                for result in results_for(messages, i + 1, &response.tool_calls) {
+                    session.tool_result(result);
                 }
-                // A hint (ReplaceResult) is recorded through its own LoopDetected event; the
-                // logged result is still fed below, as the log is all there is.
-                for guard in guards.iter_mut() {
-                    stopped |= replayer.take(guard.before_tools(&view, &calls), ask_tool);
-                }
-                if !stopped {
-                    let answered = messages[i + 1..].iter().take_while(|m| m.role == Role::Tool).count();
-                    let view = TurnView {
-                        counters: &counters,
-                        messages: &messages[..=i + answered],
-                        config,
-                        elapsed,
-                    };
-                    for guard in guards.iter_mut() {
-                        stopped |= replayer.take(guard.after_tools(&view, &calls, &results), ask_tool);
-                    }
-                }
-                report = replayer.report;
-                if stopped {
-                    report.tool_calls = messages.iter().flat_map(Message::tool_calls).count() as u64;
-                    return report;
+                if session.report().stopped_at.is_some() {
+                    break;
                 }
             }
             _ => {}
         }
     }
-    report.tool_calls = counters.tool_calls.into();
+    let (_, state) = session.into_parts();
+    let mut report = state.report;
+    report.tool_calls =
+        if report.stopped_at.is_some() { logged_calls() } else { u64::from(state.counters.tool_calls) };
     report
-}
-
-/// Reads `response` with a watch from `replies`; a degenerate one is recorded and given to the
-/// guards cut, as a live run would give it. True when a guard would stop the run there.
-fn degenerate(
-    response: &ModelResponse,
-    replies: &dyn WatchReplies,
-    guards: &mut [Box<dyn Guard>],
-    view: &TurnView<'_>,
-    report: &mut ReplayReport,
-) -> bool {
-    let mut watch = replies.watch();
-    let Some((found, read)) = inspect(response, watch.as_mut()) else { return false };
-    let counters = view.counters;
-    report.degenerate_replies.push(DegenerateFound {
-        turn: counters.turns.into(),
-        calls_before: counters.tool_calls.into(),
-        part: found.part,
-        period: found.period,
-        repeats: found.repeats,
-        kept_bytes: found.keep,
-        read_bytes: read,
-    });
-    let cut = degenerate_reply("", response.text.as_deref().unwrap_or_default(), found);
-    let mut replayer =
-        Replayer { report: std::mem::take(report), calls: &[], first_index: counters.tool_calls.into() };
-    let ask_tool = view.config.guardrails.ask_human_tool.as_deref();
-    let mut stopped = false;
-    for guard in guards.iter_mut() {
-        stopped |= replayer.take(guard.after_response(view, &cut), ask_tool);
-    }
-    *report = replayer.report;
-    stopped
-}
-
-/// The decisions before a turn: every guard's `before_turn`, then the iteration cap.
-fn before_turn(
-    messages: &[Message],
-    i: usize,
-    guards: &mut [Box<dyn Guard>],
-    config: &LoopConfig,
-    counters: &Counters,
-    caps: bool,
-    elapsed: std::time::Duration,
-) -> Option<Vec<Decision>> {
-    let view = TurnView { counters, messages: &messages[..i], config, elapsed };
-    let decisions: Vec<Decision> = guards.iter_mut().flat_map(|g| g.before_turn(&view)).collect();
-    if decisions.iter().any(|d| matches!(d, Decision::Stop(_))) {
-        return Some(decisions);
-    }
-    if caps && counters.iterations >= config.limits.max_iterations {
-        let reason = looprail_loop_core::outcome::LimitReason::MaxIterations;
-        return Some(vec![Decision::Stop(StopCause::Limit { reason })]);
-    }
-    None
 }
