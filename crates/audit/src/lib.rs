@@ -45,6 +45,7 @@ pub mod run_report;
 pub mod sets;
 pub mod shape;
 pub mod simulate;
+pub mod steps;
 
 pub use formats::LogFormat;
 use std::path::PathBuf;

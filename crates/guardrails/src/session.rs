@@ -78,9 +78,13 @@ pub struct SessionState {
     /// The last reply's calls, while their results come in.
     #[serde(default)]
     pub open: Option<OpenTurn>,
-    /// Every guard event so far, and where the run was stopped.
+    /// Every guard event so far (less those taken with [`GuardSession::take_events`]), and
+    /// where the run was stopped.
     #[serde(default)]
     pub report: ReplayReport,
+    /// The call index of the last guard event, taken or not (a stop is placed there).
+    #[serde(default)]
+    pub last_event_at: Option<u64>,
 }
 
 impl Default for SessionState {
@@ -92,6 +96,7 @@ impl Default for SessionState {
             seen_user: false,
             open: None,
             report: ReplayReport::default(),
+            last_event_at: None,
         }
     }
 }
@@ -132,18 +137,6 @@ impl Actions {
     /// True when the guards asked for nothing.
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
-    }
-
-    fn merge(&mut self, other: Actions) {
-        self.events.extend(other.events);
-        self.inject.extend(other.inject);
-        self.replace.extend(other.replace);
-        self.escalated = other.escalated.or(self.escalated.take());
-        self.ask_human |= other.ask_human;
-        self.force_tool = other.force_tool.or(self.force_tool.take());
-        if self.stop.is_none() {
-            self.stop = other.stop;
-        }
     }
 }
 
@@ -194,6 +187,12 @@ impl<G: AsMut<[Box<dyn Guard>]>, C: Borrow<LoopConfig>> GuardSession<G, C> {
         &self.state.report
     }
 
+    /// The guard events since the last call, taken out of the report (a long-lived session
+    /// keeps none it has handed on).
+    pub fn take_events(&mut self) -> Vec<ReplayEvent> {
+        std::mem::take(&mut self.state.report.events)
+    }
+
     /// The guards and the state, taken apart.
     pub fn into_parts(self) -> (G, SessionState) {
         (self.guards, self.state)
@@ -210,14 +209,16 @@ impl<G: AsMut<[Box<dyn Guard>]>, C: Borrow<LoopConfig>> GuardSession<G, C> {
         self.state.seen_user = true;
     }
 
+    /// Restarts every guard's ladder, as a human's answer does, within the same stretch.
+    pub fn restart_guards(&mut self) {
+        self.guards.as_mut().iter_mut().for_each(|g| g.on_user_turn());
+    }
+
     /// Before a model call at the run's time `at`: the budgets, the time limits and the
-    /// iteration cap, after the last reply's calls are closed (any result never reported
-    /// counts as empty).
+    /// iteration cap. A reply whose results did not all come in is forgotten: the guards read
+    /// a reply's calls with all their results, or not at all.
     pub fn before_model(&mut self, at: Duration) -> Actions {
-        let mut actions = self.close_turn();
-        if actions.stop.is_some() {
-            return actions;
-        }
+        self.state.open = None;
         self.state.counters.mark_stretch_time(millis(at));
         let config = self.config.borrow();
         let view = TurnView { counters: &self.state.counters, messages: &[], config, elapsed: at };
@@ -225,16 +226,21 @@ impl<G: AsMut<[Box<dyn Guard>]>, C: Borrow<LoopConfig>> GuardSession<G, C> {
             self.guards.as_mut().iter_mut().flat_map(|g| g.before_turn(&view)).collect();
         if !decisions.iter().any(|d| matches!(d, Decision::Stop(_))) {
             if !self.iteration_cap || self.state.counters.iterations < config.limits.max_iterations {
-                return actions;
+                return Actions::default();
             }
             decisions = vec![Decision::Stop(StopCause::Limit { reason: LimitReason::MaxIterations })];
         }
         let made = u64::from(self.state.counters.tool_calls);
-        let mut taken = Actions::default();
-        Recorder { report: &mut self.state.report, calls: &[], first_index: made, ask_tool: None }
-            .take(decisions, &mut taken);
+        let mut actions = Actions::default();
+        Recorder {
+            report: &mut self.state.report,
+            last_event_at: &mut self.state.last_event_at,
+            calls: &[],
+            first_index: made,
+            ask_tool: None,
+        }
+        .take(decisions, &mut actions);
         self.state.report.stopped_at = Some(made.saturating_sub(1));
-        actions.merge(taken);
         actions
     }
 
@@ -273,7 +279,13 @@ impl<G: AsMut<[Box<dyn Guard>]>, C: Borrow<LoopConfig>> GuardSession<G, C> {
         let config = self.config.borrow();
         let ask_tool = config.guardrails.ask_human_tool.as_deref();
         let view = TurnView { counters: &self.state.counters, messages: &[], config, elapsed: at };
-        let mut recorder = Recorder { report: &mut self.state.report, calls, first_index, ask_tool };
+        let mut recorder = Recorder {
+            report: &mut self.state.report,
+            last_event_at: &mut self.state.last_event_at,
+            calls,
+            first_index,
+            ask_tool,
+        };
         let mut stopped = false;
         for guard in self.guards.as_mut().iter_mut() {
             stopped |= recorder.take(guard.after_response(&view, response), &mut actions);
@@ -328,6 +340,7 @@ impl<G: AsMut<[Box<dyn Guard>]>, C: Borrow<LoopConfig>> GuardSession<G, C> {
         let view = TurnView { counters: &self.state.counters, messages: &[], config, elapsed };
         let mut recorder = Recorder {
             report: &mut self.state.report,
+            last_event_at: &mut self.state.last_event_at,
             calls: &open.calls,
             first_index: open.first_index,
             ask_tool,
@@ -363,7 +376,13 @@ impl<G: AsMut<[Box<dyn Guard>]>, C: Borrow<LoopConfig>> GuardSession<G, C> {
         let ask_tool = config.guardrails.ask_human_tool.as_deref();
         let view = TurnView { counters: &self.state.counters, messages: &[], config, elapsed: at };
         let first_index = u64::from(self.state.counters.tool_calls);
-        let mut recorder = Recorder { report: &mut self.state.report, calls: &[], first_index, ask_tool };
+        let mut recorder = Recorder {
+            report: &mut self.state.report,
+            last_event_at: &mut self.state.last_event_at,
+            calls: &[],
+            first_index,
+            ask_tool,
+        };
         let mut stopped = false;
         for guard in self.guards.as_mut().iter_mut() {
             stopped |= recorder.take(guard.after_response(&view, &cut), actions);
@@ -379,6 +398,7 @@ fn millis(at: Duration) -> u64 {
 /// Turns decisions into the report's events and the step's actions.
 struct Recorder<'a> {
     report: &'a mut ReplayReport,
+    last_event_at: &'a mut Option<u64>,
     calls: &'a [ToolCall],
     first_index: u64,
     ask_tool: Option<&'a str>,
@@ -395,7 +415,13 @@ impl Recorder<'_> {
     }
 
     fn stopped_here(&self) -> u64 {
-        self.report.events.last().map_or_else(|| self.last().0, |e| e.call_index)
+        self.last_event_at.unwrap_or_else(|| self.last().0)
+    }
+
+    fn push(&mut self, event: ReplayEvent, actions: &mut Actions) {
+        *self.last_event_at = Some(event.call_index);
+        actions.events.push(event.clone());
+        self.report.events.push(event);
     }
 
     /// Records `decisions`; true when the run stops (or is handed to a human) here, and the
@@ -413,8 +439,7 @@ impl Recorder<'_> {
                         tier,
                         evidence,
                     };
-                    actions.events.push(event.clone());
-                    self.report.events.push(event);
+                    self.push(event, actions);
                 }
                 Decision::Emit(Event::GuardIntervened { guard, action }) => {
                     let (call_index, tool) = self.last();
@@ -428,8 +453,7 @@ impl Recorder<'_> {
                         tier: String::new(),
                         evidence: Vec::new(),
                     };
-                    actions.events.push(event.clone());
-                    self.report.events.push(event);
+                    self.push(event, actions);
                 }
                 Decision::Emit(Event::GuardrailEscalated { level, .. }) => actions.escalated = Some(level),
                 Decision::Inject(message) => actions.inject.push(message),
