@@ -228,3 +228,80 @@ pub struct CliGuideDoctests;
 #[doc = include_str!("../../docs/operations.md")]
 #[cfg(doctest)]
 pub struct OperationsGuideDoctests;
+
+/// The development trajectories as the steps a host reports to an in-process guard, each with
+/// what `looprail audit` reports of it: the cases the guard's conformance tests (Rust, Python,
+/// Node) replay.
+pub mod host_steps {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use looprail::LooprailConfig;
+    use looprail::compaction::{MemoCounter, TiktokenCounter};
+    use looprail::core::context::TokenCounter;
+    use looprail::guardrails::replay::ReplayEvent;
+    use looprail_audit::steps::{HostStep, steps};
+
+    /// One recorded run.
+    pub struct Case {
+        /// Its file (`#id` for one of several runs in a file).
+        pub name: String,
+        /// What a host reports, in order.
+        pub steps: Vec<HostStep>,
+        /// The audit's events.
+        pub events: Vec<ReplayEvent>,
+        /// The audit's stop reason.
+        pub stop: Option<String>,
+    }
+
+    impl Case {
+        /// The case as one JSON line: `{"name", "steps", "events", "stop"}`.
+        pub fn to_json_line(&self) -> String {
+            serde_json::json!({"name": self.name, "steps": self.steps, "events": self.events, "stop": self.stop})
+                .to_string()
+        }
+    }
+
+    /// Every run of every set under `root`, audited with `config`.
+    pub fn cases(root: &Path, config: &LooprailConfig) -> Vec<Case> {
+        let counter = Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::default())));
+        let mut sets: Vec<PathBuf> = std::fs::read_dir(root)
+            .map(|e| e.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect())
+            .unwrap_or_default();
+        sets.sort();
+        let mut cases = Vec::new();
+        for set in sets {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&set)
+                .map(|e| e.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect())
+                .unwrap_or_default();
+            files.sort();
+            for file in files {
+                let Ok((found, _)) = looprail_audit::load::read(&file) else { continue };
+                for run in found {
+                    let name = match &run.id {
+                        Some(id) => format!("{}#{id}", file.display()),
+                        None => file.display().to_string(),
+                    };
+                    let expected = looprail_audit::simulate::run(
+                        &name,
+                        run.messages.clone(),
+                        run.logged_peak,
+                        &run.timeline,
+                        config,
+                        &counter,
+                    );
+                    let mut messages = run.messages;
+                    config.audit.error_patterns.classify(&mut messages);
+                    let tokens: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
+                    cases.push(Case {
+                        name,
+                        steps: steps(&messages, &tokens, &run.timeline),
+                        events: expected.events,
+                        stop: expected.stop_reason,
+                    });
+                }
+            }
+        }
+        cases
+    }
+}

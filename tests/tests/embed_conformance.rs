@@ -5,16 +5,11 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use looprail::LooprailConfig;
-use looprail::compaction::MemoCounter;
-use looprail::core::context::TokenCounter;
 use looprail::core::profile::Profile;
-use looprail_audit::steps::{HostStep, steps};
+use looprail_audit::steps::HostStep;
 use looprail_embed::{Action, AgentGuard, Call, GuardEvent, Reply};
-use looprail_tests::trajectories;
+use looprail_tests::{host_steps, trajectories};
 
 /// What the guard reported of one run: its events, and why it stopped.
 fn drive(config: &LooprailConfig, run: &[HostStep]) -> (Vec<GuardEvent>, Option<String>) {
@@ -60,43 +55,16 @@ fn drive(config: &LooprailConfig, run: &[HostStep]) -> (Vec<GuardEvent>, Option<
 fn the_guard_in_process_reports_what_the_audit_reports_on_every_development_set() {
     let Some(root) = trajectories::root() else { return };
     let config = LooprailConfig::for_profile(Profile::CodingAgent);
-    let counter = Arc::new(MemoCounter::new(Arc::new(looprail::compaction::TiktokenCounter::default())));
-    let mut runs = 0;
-    let mut with_events = 0;
-    let mut stopped = 0;
-    for set in std::fs::read_dir(&root).unwrap() {
-        let set = set.unwrap().path();
-        if !set.is_dir() {
-            continue;
-        }
-        let mut files: Vec<PathBuf> =
-            std::fs::read_dir(&set).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
-        files.sort();
-        for file in files {
-            let Ok((found, _)) = looprail_audit::load::read(&file) else { continue };
-            for run in found {
-                let name = file.display().to_string();
-                let expected = looprail_audit::simulate::run(
-                    &name,
-                    run.messages.clone(),
-                    run.logged_peak,
-                    &run.timeline,
-                    &config,
-                    &counter,
-                );
-                let mut messages = run.messages;
-                config.audit.error_patterns.classify(&mut messages);
-                let tokens: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
-                let (events, stop) = drive(&config, &steps(&messages, &tokens, &run.timeline));
-                assert_eq!(events, expected.events, "{name}: the same events, call for call");
-                assert_eq!(stop, expected.stop_reason, "{name}: the same stop");
-                runs += 1;
-                with_events += usize::from(!events.is_empty());
-                stopped += usize::from(stop.is_some());
-            }
-        }
+    let cases = host_steps::cases(&root, &config);
+    let (mut with_events, mut stopped) = (0, 0);
+    for case in &cases {
+        let (events, stop) = drive(&config, &case.steps);
+        assert_eq!(events, case.events, "{}: the same events, call for call", case.name);
+        assert_eq!(stop, case.stop, "{}: the same stop", case.name);
+        with_events += usize::from(!events.is_empty());
+        stopped += usize::from(stop.is_some());
     }
-    eprintln!("{runs} runs, {with_events} with events, {stopped} stopped");
-    assert!(runs >= 800, "every development set is read ({runs} runs)");
+    eprintln!("{} runs, {with_events} with events, {stopped} stopped", cases.len());
+    assert!(cases.len() >= 800, "every development set is read ({} runs)", cases.len());
     assert!(with_events >= 50 && stopped >= 20, "the comparison covers the ladder and its stops");
 }
