@@ -6,13 +6,17 @@ LOOPRAIL_CONFORMANCE."""
 import json
 import os
 import unittest
+from typing import TYPE_CHECKING, Any, Optional
 
 from looprail import Guard
 
+if TYPE_CHECKING:
+    from looprail._native import GuardEvent
 
-def drive(steps: list) -> tuple:
+
+def drive(steps: list[dict[str, Any]]) -> "tuple[list[GuardEvent], Optional[str]]":
     guard = Guard()
-    stop = None
+    stop: Optional[str] = None
     for step in steps:
         kind = step["step"]
         if kind == "user":

@@ -1,0 +1,186 @@
+//! The guard in process, one semantics everywhere (issue 69, B18): the development
+//! trajectories, as the steps a host reports, through `looprail_embed::AgentGuard` (Rust) and
+//! through the `looprail` Python module give the events and the stop `looprail audit` gives,
+//! call for call.
+//!
+//! The Python module (crates/python: the guard through PyO3, its LangChain and OpenAI Agents
+//! SDK adapters) is tested in Python: its native part is built with cargo and laid out beside
+//! the Python sources, the pinned frameworks and mypy are installed into the venv the gateway's
+//! SDK tests use (target/tmp/sdk-venv, crates/gateway/tests/clients/requirements.txt), then the
+//! Python tests run (crates/python/tests/test_*.py: the ladder, a process restart, bad input, a
+//! real LangChain agent, a real OpenAI Agents SDK run, the trajectories against the audit) and
+//! mypy --strict checks the type stubs against typed uses of them. Without python3 the Python
+//! test skips on a developer's machine and fails under CI.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use looprail::LooprailConfig;
+use looprail::core::profile::Profile;
+use looprail_audit::steps::HostStep;
+use looprail_embed::{Action, AgentGuard, Call, GuardEvent, Reply};
+use looprail_tests::host_steps::{self, Case};
+use looprail_tests::trajectories;
+
+/// The cases, computed once for both tests (`None` without ../shared on a developer's machine).
+fn cases() -> Option<&'static [Case]> {
+    static CASES: OnceLock<Option<Vec<Case>>> = OnceLock::new();
+    CASES
+        .get_or_init(|| {
+            let root = trajectories::root()?;
+            Some(host_steps::cases(&root, &LooprailConfig::for_profile(Profile::CodingAgent)))
+        })
+        .as_deref()
+}
+
+/// What the guard reported of one run: its events, and why it stopped.
+fn drive(config: &LooprailConfig, run: &[HostStep]) -> (Vec<GuardEvent>, Option<String>) {
+    let mut guard = AgentGuard::new(config);
+    let ends = |action: Action| matches!(action, Action::Stop | Action::Ask);
+    let mut stop = None;
+    for step in run {
+        let verdict = match step {
+            HostStep::User => {
+                guard.user_message(None);
+                continue;
+            }
+            HostStep::Model { at_ms, text, calls, usage, model } => {
+                let now = i64::try_from(*at_ms).unwrap();
+                let before = guard.before_model(now);
+                if ends(before.action) {
+                    before
+                } else {
+                    let calls = calls
+                        .iter()
+                        .map(|c| Call {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        })
+                        .collect();
+                    let reply =
+                        Reply { text: text.clone(), calls, usage: Some(*usage), model: model.clone() };
+                    guard.model_response(&reply, now)
+                }
+            }
+            HostStep::Result { id, output, failed } => guard.after_tool(id, output, *failed),
+        };
+        if ends(verdict.action) {
+            stop = Some(verdict.reason);
+            break;
+        }
+    }
+    (guard.take_events(), stop)
+}
+
+#[test]
+fn the_guard_in_process_reports_what_the_audit_reports_on_every_development_set() {
+    let Some(cases) = cases() else { return };
+    let config = LooprailConfig::for_profile(Profile::CodingAgent);
+    let (mut with_events, mut stopped) = (0, 0);
+    for case in cases {
+        let (events, stop) = drive(&config, &case.steps);
+        assert_eq!(events, case.events, "{}: the same events, call for call", case.name);
+        assert_eq!(stop, case.stop, "{}: the same stop", case.name);
+        with_events += usize::from(!events.is_empty());
+        stopped += usize::from(stop.is_some());
+    }
+    eprintln!("{} runs, {with_events} with events, {stopped} stopped", cases.len());
+    assert!(cases.len() >= 800, "every development set is read ({} runs)", cases.len());
+    assert!(with_events >= 50 && stopped >= 20, "the comparison covers the ladder and its stops");
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The venv's python, with the pinned packages (installed again when the pins change).
+fn python() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
+    let python = dir.join("bin/python");
+    let pins = root().join("crates/gateway/tests/clients/requirements.txt");
+    let wanted = std::fs::read(&pins).unwrap();
+    if python.exists() && std::fs::read(dir.join("requirements.txt")).ok().as_ref() == Some(&wanted) {
+        return Some(python);
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "python3 is needed for the Python module's tests under CI");
+        eprintln!("skipping the Python module's tests: no python3");
+        return None;
+    }
+    if !python.exists() {
+        let made = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap();
+        assert!(made.success(), "python3 -m venv failed (Debian: apt install python3-venv)");
+    }
+    let pip = Command::new(dir.join("bin/pip"))
+        .args(["install", "-q", "--disable-pip-version-check", "-r"])
+        .arg(&pins)
+        .status()
+        .unwrap();
+    assert!(pip.success(), "installing the pinned frameworks failed");
+    std::fs::write(dir.join("requirements.txt"), wanted).unwrap();
+    Some(python)
+}
+
+/// The module as a wheel lays it out: the Python sources and the native library beside them.
+fn module() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let built = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "looprail-python"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(built.success(), "cargo build -p looprail-python failed");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("..");
+    let library = target.join("debug/lib_native.so");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-module");
+    let package = out.join("looprail");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&package).unwrap();
+    for entry in std::fs::read_dir(root().join("crates/python/python/looprail")).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), package.join(entry.file_name())).unwrap();
+        }
+    }
+    std::fs::copy(&library, package.join("_native.abi3.so")).unwrap();
+    out
+}
+
+#[test]
+fn the_python_module_passes_its_tests_in_python() {
+    let Some(python) = python() else { return };
+    let Some(all) = cases() else { return };
+    let module = module();
+    let cases = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance.jsonl");
+    let lines: Vec<String> = all.iter().map(Case::to_json_line).collect();
+    std::fs::write(&cases, lines.join("\n") + "\n").unwrap();
+    let tests = root().join("crates/python/tests");
+    let run = Command::new(&python)
+        .args(["-m", "unittest", "discover", "-s"])
+        .arg(&tests)
+        .args(["-p", "test_*.py"])
+        .env("PYTHONPATH", &module)
+        .env("LOOPRAIL_CONFORMANCE", &cases)
+        // The Agents SDK would send its traces to OpenAI: nothing leaves the machine.
+        .env("OPENAI_AGENTS_DISABLE_TRACING", "1")
+        .current_dir(&tests)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "the Python tests failed:\n{report}");
+    assert!(!report.contains("skipped"), "no Python test may skip here:\n{report}");
+    let mypy = Command::new(&python)
+        .args(["-m", "mypy", "--strict", "--no-incremental"])
+        .args(["test_guard.py", "test_langchain.py", "test_openai_agents.py", "test_conformance.py"])
+        .arg(module.join("looprail"))
+        .env("MYPYPATH", &module)
+        .current_dir(&tests)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&mypy.stdout).into_owned() + &String::from_utf8_lossy(&mypy.stderr);
+    assert!(mypy.status.success(), "mypy --strict finds errors:\n{said}");
+}
