@@ -1,6 +1,6 @@
 //! The guard in process, one semantics everywhere (issue 69, B18): the development
 //! trajectories, as the steps a host reports, through `looprail_embed::AgentGuard` (Rust) and
-//! through the `looprail` Python module give the events and the stop `looprail audit` gives,
+//! through the `looprail` Python module and Node package give the events and the stop `looprail audit` gives,
 //! call for call.
 //!
 //! The Python module (crates/python: the guard through PyO3, its LangChain and OpenAI Agents
@@ -11,6 +11,10 @@
 //! real LangChain agent, a real OpenAI Agents SDK run, the trajectories against the audit) and
 //! mypy --strict checks the type stubs against typed uses of them. Without python3 the Python
 //! test skips on a developer's machine and fails under CI.
+//!
+//! The Node package (crates/node: the guard through napi-rs, its Vercel AI SDK adapter) is
+//! tested the same way in Node (`node --test`, crates/node/tests), beside the AI SDK that the
+//! gateway's Node clients pin.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -125,17 +129,31 @@ fn python() -> Option<PathBuf> {
     Some(python)
 }
 
+/// Builds `package`'s native library with cargo; its path.
+fn native(package: &str, file: &str) -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let built =
+        Command::new(cargo).args(["build", "--quiet", "-p", package]).current_dir(root()).status().unwrap();
+    assert!(built.success(), "cargo build -p {package} failed");
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("../debug").join(file)
+}
+
+/// The cases as JSON lines in a file, written once for the Python and the Node tests.
+fn cases_file() -> Option<&'static Path> {
+    static FILE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let all = cases()?;
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance.jsonl");
+        let lines: Vec<String> = all.iter().map(Case::to_json_line).collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        Some(path)
+    })
+    .as_deref()
+}
+
 /// The module as a wheel lays it out: the Python sources and the native library beside them.
 fn module() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let built = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "looprail-python"])
-        .current_dir(root())
-        .status()
-        .unwrap();
-    assert!(built.success(), "cargo build -p looprail-python failed");
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("..");
-    let library = target.join("debug/lib_native.so");
+    let library = native("looprail-python", "lib_native.so");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-module");
     let package = out.join("looprail");
     let _ = std::fs::remove_dir_all(&out);
@@ -153,18 +171,15 @@ fn module() -> PathBuf {
 #[test]
 fn the_python_module_passes_its_tests_in_python() {
     let Some(python) = python() else { return };
-    let Some(all) = cases() else { return };
+    let Some(cases) = cases_file() else { return };
     let module = module();
-    let cases = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance.jsonl");
-    let lines: Vec<String> = all.iter().map(Case::to_json_line).collect();
-    std::fs::write(&cases, lines.join("\n") + "\n").unwrap();
     let tests = root().join("crates/python/tests");
     let run = Command::new(&python)
         .args(["-m", "unittest", "discover", "-s"])
         .arg(&tests)
         .args(["-p", "test_*.py"])
         .env("PYTHONPATH", &module)
-        .env("LOOPRAIL_CONFORMANCE", &cases)
+        .env("LOOPRAIL_CONFORMANCE", cases)
         // The Agents SDK would send its traces to OpenAI: nothing leaves the machine.
         .env("OPENAI_AGENTS_DISABLE_TRACING", "1")
         .current_dir(&tests)
@@ -183,4 +198,38 @@ fn the_python_module_passes_its_tests_in_python() {
         .unwrap();
     let said = String::from_utf8_lossy(&mypy.stdout).into_owned() + &String::from_utf8_lossy(&mypy.stderr);
     assert!(mypy.status.success(), "mypy --strict finds errors:\n{said}");
+}
+
+#[path = "../../crates/gateway/tests/common/node.rs"]
+mod node;
+
+#[test]
+fn the_node_package_passes_its_tests_in_node() {
+    let Some(clients) = node::clients() else { return };
+    let Some(cases) = cases_file() else { return };
+    let addon = native("looprail-node", "liblooprail_node.so");
+    // The package as npm lays it out, beside the AI SDK the clients' lockfile pins.
+    let package = clients.join("node_modules/looprail");
+    let _ = std::fs::remove_dir_all(&package);
+    std::fs::create_dir_all(&package).unwrap();
+    for dir in ["crates/node/npm", "crates/node/tests"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let into = if dir.ends_with("npm") { &package } else { &clients };
+            std::fs::copy(&path, into.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::copy(&addon, package.join("looprail.node")).unwrap();
+    let run = Command::new("node")
+        .args(["--test", "guard.test.mjs"])
+        .env("LOOPRAIL_CONFORMANCE", cases)
+        .current_dir(&clients)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "the Node tests failed:\n{report}");
+    assert!(
+        report.contains("# skipped 0") && report.contains("# fail 0"),
+        "no Node test may skip:\n{report}"
+    );
 }

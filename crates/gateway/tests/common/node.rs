@@ -1,6 +1,7 @@
 //! The official Node SDKs and agent CLIs the tests drive (Claude Code, Codex, Copilot CLI,
 //! Gemini CLI, the SDKs), installed once per target directory at the versions
-//! crates/gateway/tests/clients/node/package-lock.json pins. Shared by the gateway's tests and the CLI's hook tests (`#[path]`).
+//! crates/gateway/tests/clients/node/package-lock.json pins. Shared by the gateway's tests, the CLI's hook tests and the
+//! in-process guard's Node tests (`#[path]`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,7 +12,10 @@ use std::sync::OnceLock;
 pub fn clients() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gateway/tests/clients/node");
+        // The workspace's root, from whichever of its crates includes this file.
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = manifest.ancestors().find(|p| p.join("Cargo.lock").is_file()).unwrap_or(manifest);
+        let source = root.join("crates/gateway/tests/clients/node");
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-sdk");
         let found =
             |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
