@@ -8,6 +8,7 @@
 //! - `bench`: every crate's benchmarks, then one table of median figures against their targets;
 //!   `bench audit`: the audit against a one-rule Python script and against reading and parsing
 //!   the same files ([`mod@bench`]); `bench hook`: the hook command, a process per event;
+//!   `bench bindings`: a guarded tool call in Rust, through Python and through Node;
 //!   `bench gateway-peers`: the gateway beside nginx and the LiteLLM proxy, one fake upstream,
 //!   the same loads ([`mod@gateway_peers`]), measuring the binary the packages ship.
 //! - `pgo`: `looprail` optimised with a profile of the gateway at work (PGO, then BOLT where the
@@ -26,6 +27,7 @@
 //!   random, PostgreSQL); CI runs a shorter one.
 
 mod bench;
+mod bindings_speed;
 mod bolt;
 mod deny;
 mod dist;
@@ -77,6 +79,7 @@ const CRATES: &[(&str, &str)] = &[
     ("looprail-gateway", "crates/gateway"),
     ("looprail", "crates/looprail"),
     ("looprail-audit", "crates/audit"),
+    ("looprail-embed", "crates/embed"),
     ("looprail-hook", "crates/hook"),
     ("looprail-cli", "crates/cli"),
 ];
@@ -261,6 +264,11 @@ fn main() -> ExitCode {
                 }
             })
         }
+        Some("bench") if std::env::args().nth(2).as_deref() == Some("bindings") => {
+            bindings_speed::bindings_speed().and_then(|missed| {
+                if missed == 0 { Ok(()) } else { Err(format!("{missed} binding figure(s) missed their target")) }
+            })
+        }
         Some("bench") if std::env::args().nth(2).as_deref() == Some("hook") => hook_speed::hook_speed()
             .and_then(|missed| if missed == 0 { Ok(()) } else { Err("the hook missed its target".into()) }),
         Some("bench") if std::env::args().nth(2).as_deref() == Some("gateway-peers") => {
@@ -281,7 +289,7 @@ fn main() -> ExitCode {
             Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, dist, pgo, docs, chaos"))
         }
         None => Err(
-            "usage: cargo xtask <ci|deny|bench [audit|hook|gateway-peers]|release|dist [--target T]... [--all-targets] [--check] [--pgo | --quick]|pgo|docs|chaos>"
+            "usage: cargo xtask <ci|deny|bench [audit|hook|bindings|gateway-peers]|release|dist [--target T]... [--all-targets] [--check] [--pgo | --quick]|pgo|docs|chaos>"
                 .to_owned(),
         ),
     };

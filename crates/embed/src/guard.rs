@@ -91,6 +91,11 @@ impl AgentGuard {
         self.session.take_events()
     }
 
+    /// The calls of the last reply, in order (a binding names a call by its index here).
+    pub fn last_calls(&self) -> &[Call] {
+        &self.calls
+    }
+
     /// The settings the guard runs with.
     pub fn config(&self) -> &LooprailConfig {
         &self.config

@@ -42,43 +42,6 @@ pub struct GuardOptions {
     pub config: Option<serde_json::Value>,
 }
 
-/// A tool call.
-#[napi(object)]
-pub struct ToolCallInput {
-    /// Its id.
-    pub id: String,
-    /// The tool.
-    pub name: String,
-    /// Its arguments: JSON text or a value.
-    pub arguments: serde_json::Value,
-}
-
-/// Tokens a reply spent.
-#[napi(object)]
-pub struct UsageInput {
-    /// Prompt tokens.
-    pub input_tokens: Option<i64>,
-    /// Generated tokens.
-    pub output_tokens: Option<i64>,
-    /// Prompt tokens read from the provider's cache.
-    pub cache_read_tokens: Option<i64>,
-    /// Prompt tokens written to it.
-    pub cache_write_tokens: Option<i64>,
-}
-
-/// A model reply.
-#[napi(object)]
-pub struct ReplyInput {
-    /// Its text.
-    pub text: Option<String>,
-    /// Its calls.
-    pub calls: Option<Vec<ToolCallInput>>,
-    /// The usage the provider reported.
-    pub usage: Option<UsageInput>,
-    /// The model that answered.
-    pub model: Option<String>,
-}
-
 /// A guard event, as `looprail audit` reports it.
 #[napi(object)]
 pub struct GuardEvent {
@@ -136,98 +99,179 @@ fn arguments_text(value: serde_json::Value) -> String {
     }
 }
 
-fn count(n: Option<i64>, what: &str) -> Result<u64> {
-    u64::try_from(n.unwrap_or(0)).map_err(|_| bad(format!("usage.{what} is a count")))
+/// The parts of a model reply, as the JavaScript wrapper sends them: one JSON text (one
+/// crossing, whatever the number of calls).
+#[derive(serde::Deserialize)]
+struct ReplyText {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    calls: Vec<CallText>,
+    #[serde(default)]
+    usage: Option<UsageText>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
-/// One agent's guard: loop detection with its escalation ladder, budgets and time limits, the
-/// degenerate-reply watch. Report each step of the agent's loop; do what the verdict says.
-#[napi]
-pub struct Guard {
-    inner: AgentGuard,
+#[derive(serde::Deserialize)]
+struct CallText {
+    id: String,
+    name: String,
+    arguments: serde_json::Value,
 }
 
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageText {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    cache_read_tokens: u64,
+    #[serde(default)]
+    cache_write_tokens: u64,
+}
+
+/// `allow` is the common answer: it crosses as `undefined` (the wrapper has one shared object
+/// for it); the others as objects.
+fn answer(verdict: NativeVerdict) -> Option<Verdict> {
+    (verdict.action != looprail_embed::Action::Allow).then(|| verdict.into())
+}
+
+// The guards of this thread (Node's main thread, or a worker's), by handle. The JavaScript
+// class holds a handle (a number crosses into Rust for a few ns, an object reference for
+// hundreds) and releases it when it is collected.
+thread_local! {
+    static GUARDS: std::cell::RefCell<Vec<Option<AgentGuard>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn insert(guard: AgentGuard) -> u32 {
+    GUARDS.with_borrow_mut(|guards| {
+        let slot = guards.iter().position(Option::is_none).unwrap_or_else(|| {
+            guards.push(None);
+            guards.len() - 1
+        });
+        guards[slot] = Some(guard);
+        u32::try_from(slot).unwrap_or(u32::MAX)
+    })
+}
+
+fn with<T>(handle: u32, f: impl FnOnce(&mut AgentGuard) -> T) -> Result<T> {
+    GUARDS.with_borrow_mut(|guards| {
+        let guard = guards.get_mut(handle as usize).and_then(Option::as_mut);
+        guard.map(f).ok_or_else(|| bad("this guard was released, or belongs to another thread"))
+    })
+}
+
+/// A JavaScript time (ms, a double) as whole ms; not a time (`NaN`): now.
+fn ms(t: f64) -> i64 {
+    if t.is_finite() { t as i64 } else { now_ms(None) }
+}
+
+/// A fresh guard's handle.
 #[napi]
-impl Guard {
-    /// A fresh guard.
-    #[napi(constructor)]
-    pub fn new(options: Option<GuardOptions>) -> Result<Self> {
-        Ok(Self { inner: AgentGuard::new(&load_config(options)?) })
-    }
+pub fn create(options: Option<GuardOptions>) -> Result<u32> {
+    Ok(insert(AgentGuard::new(&load_config(options)?)))
+}
 
-    /// A guard that goes on from what `save()` returned.
-    #[napi(factory)]
-    pub fn restore(saved: String, options: Option<GuardOptions>) -> Result<Self> {
-        let config = load_config(options)?;
-        Ok(Self { inner: AgentGuard::restore(&config, &saved).map_err(bad)? })
-    }
+/// The handle of a guard that goes on from what `save` returned.
+#[napi]
+pub fn restore(saved: String, options: Option<GuardOptions>) -> Result<u32> {
+    let config = load_config(options)?;
+    Ok(insert(AgentGuard::restore(&config, &saved).map_err(bad)?))
+}
 
-    /// The guard's state as JSON text.
-    #[napi]
-    pub fn save(&self) -> String {
-        self.inner.save()
-    }
+/// Frees a guard.
+#[napi]
+pub fn release(handle: u32) {
+    GUARDS.with_borrow_mut(|guards| {
+        if let Some(slot) = guards.get_mut(handle as usize) {
+            *slot = None;
+        }
+    });
+}
 
-    /// A message from the user: a new stretch with its own budgets and a fresh ladder.
-    #[napi]
-    pub fn user_message(&mut self, now_ms: Option<i64>) {
-        self.inner.user_message(now_ms);
-    }
+/// The guard's state as JSON text.
+#[napi]
+pub fn save(handle: u32) -> Result<String> {
+    with(handle, |g| g.save())
+}
 
-    /// Before each model call: budgets, time limits, the iteration cap.
-    #[napi]
-    pub fn before_model(&mut self, now_ms: Option<i64>) -> Verdict {
-        self.inner.before_model(self::now_ms(now_ms)).into()
-    }
+/// A message from the user.
+#[napi]
+pub fn user_message(handle: u32, now_ms: f64) -> Result<()> {
+    with(handle, |g| g.user_message(now_ms.is_finite().then(|| ms(now_ms))))
+}
 
-    /// A piece of the reply's text as it streams; true when the reply repeats itself.
-    #[napi]
-    pub fn stream_text(&mut self, delta: String) -> bool {
-        self.inner.stream_text(&delta)
-    }
+/// Before each model call.
+#[napi]
+pub fn before_model(handle: u32, now_ms: f64) -> Result<Option<Verdict>> {
+    with(handle, |g| answer(g.before_model(ms(now_ms))))
+}
 
-    /// The model's reply.
-    #[napi]
-    pub fn model_response(&mut self, reply: ReplyInput, now_ms: Option<i64>) -> Result<Verdict> {
-        let usage = match reply.usage {
-            Some(u) => Some(NativeUsage {
-                input_tokens: count(u.input_tokens, "inputTokens")?,
-                output_tokens: count(u.output_tokens, "outputTokens")?,
-                cache_read_tokens: count(u.cache_read_tokens, "cacheReadTokens")?,
-                cache_write_tokens: count(u.cache_write_tokens, "cacheWriteTokens")?,
-                estimated_tokens: 0,
-            }),
-            None => None,
-        };
-        let calls = reply
-            .calls
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| Call { id: c.id, name: c.name, arguments: arguments_text(c.arguments) })
-            .collect();
-        let reply = Reply { text: reply.text, calls, usage, model: reply.model.unwrap_or_default() };
-        Ok(self.inner.model_response(&reply, self::now_ms(now_ms)).into())
-    }
+/// A piece of streamed text; true when the reply repeats itself.
+#[napi]
+pub fn stream_text(handle: u32, delta: String) -> Result<bool> {
+    with(handle, |g| g.stream_text(&delta))
+}
 
-    /// Before a call of the last reply runs.
-    #[napi]
-    pub fn before_tool(&mut self, call: ToolCallInput) -> Verdict {
-        let call = Call { id: call.id, name: call.name, arguments: arguments_text(call.arguments) };
-        self.inner.before_tool(&call).into()
-    }
+/// The model's reply, as JSON text (`{text, calls: [{id, name, arguments}], usage, model}`).
+#[napi]
+pub fn model_response(handle: u32, reply: String, now_ms: f64) -> Result<Option<Verdict>> {
+    let reply: ReplyText = serde_json::from_str(&reply).map_err(|e| bad(format!("a model reply: {e}")))?;
+    let usage = reply.usage.map(|u| NativeUsage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_tokens: u.cache_read_tokens,
+        cache_write_tokens: u.cache_write_tokens,
+        estimated_tokens: 0,
+    });
+    let calls = reply
+        .calls
+        .into_iter()
+        .map(|c| Call { id: c.id, name: c.name, arguments: arguments_text(c.arguments) })
+        .collect();
+    let reply = Reply { text: reply.text, calls, usage, model: reply.model.unwrap_or_default() };
+    with(handle, |g| answer(g.model_response(&reply, ms(now_ms))))
+}
 
-    /// A call's result (for a denied call, the denial the model read).
-    #[napi]
-    pub fn after_tool(&mut self, id: String, output: String, failed: Option<bool>) -> Verdict {
-        self.inner.after_tool(&id, &output, failed.unwrap_or(false)).into()
-    }
+/// Before the `index`-th call of the last reply runs.
+#[napi]
+pub fn before_tool_at(handle: u32, index: u32) -> Result<Option<Verdict>> {
+    with(handle, |g| match g.last_calls().get(index as usize).cloned() {
+        Some(call) => Ok(answer(g.before_tool(&call))),
+        None => Err(bad("no such call in the last reply")),
+    })?
+}
 
-    /// The guard events since the last call.
-    #[napi]
-    pub fn take_events(&mut self) -> Vec<GuardEvent> {
-        let index = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        self.inner
-            .take_events()
+/// Before a call runs (`arguments` as JSON text).
+#[napi]
+pub fn before_tool(handle: u32, id: String, name: String, arguments: String) -> Result<Option<Verdict>> {
+    with(handle, |g| answer(g.before_tool(&Call { id, name, arguments })))
+}
+
+/// The result of the `index`-th call of the last reply.
+#[napi]
+pub fn after_tool_at(handle: u32, index: u32, output: String, failed: bool) -> Result<Option<Verdict>> {
+    with(handle, |g| match g.last_calls().get(index as usize).map(|c| c.id.clone()) {
+        Some(id) => Ok(answer(g.after_tool(&id, &output, failed))),
+        None => Err(bad("no such call in the last reply")),
+    })?
+}
+
+/// A call's result.
+#[napi]
+pub fn after_tool(handle: u32, id: String, output: String, failed: bool) -> Result<Option<Verdict>> {
+    with(handle, |g| answer(g.after_tool(&id, &output, failed)))
+}
+
+/// The guard events since the last call.
+#[napi]
+pub fn take_events(handle: u32) -> Result<Vec<GuardEvent>> {
+    let index = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    with(handle, |g| {
+        g.take_events()
             .into_iter()
             .map(|e| GuardEvent {
                 call_index: index(e.call_index),
@@ -239,5 +283,5 @@ impl Guard {
                 evidence: e.evidence.into_iter().map(index).collect(),
             })
             .collect()
-    }
+    })
 }

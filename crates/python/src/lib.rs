@@ -44,6 +44,15 @@ impl Verdict {
     }
 }
 
+/// The verdict as a Python object; `allow`, the common answer, is one shared object.
+fn verdict(py: Python<'_>, v: NativeVerdict) -> PyResult<Py<Verdict>> {
+    static ALLOW: pyo3::sync::PyOnceLock<Py<Verdict>> = pyo3::sync::PyOnceLock::new();
+    if v.action == looprail_embed::Action::Allow {
+        return Ok(ALLOW.get_or_try_init(py, || Py::new(py, Verdict::from(v)))?.clone_ref(py));
+    }
+    Py::new(py, Verdict::from(v))
+}
+
 impl From<NativeVerdict> for Verdict {
     fn from(v: NativeVerdict) -> Self {
         Self { action: v.action.name(), message: v.message, reason: v.reason }
@@ -80,13 +89,74 @@ fn bad(what: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(what.to_string())
 }
 
-/// JSON text from a `str` (taken as is) or any value `json.dumps` accepts.
+/// JSON text from a `str` (taken as is) or JSON-like data (dicts, lists, strings, numbers,
+/// booleans, `None`), written here without a round trip through the `json` module; anything
+/// else goes through `json.dumps`.
 fn json_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
     if value.is_instance_of::<PyString>() {
         return value.extract::<String>();
     }
+    let mut out = String::new();
+    if write_json(value, &mut out, 0)? {
+        return Ok(out);
+    }
     let dumps = value.py().import("json")?.getattr("dumps")?;
     dumps.call1((value,))?.extract::<String>().map_err(|_| bad("the value is not JSON-able"))
+}
+
+/// Writes `value` as JSON into `out`; false for a value that is not plain JSON data (or nests
+/// deeper than 64), which the caller hands to `json.dumps`.
+fn write_json(value: &Bound<'_, PyAny>, out: &mut String, depth: u32) -> PyResult<bool> {
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    if depth > 64 {
+        return Ok(false);
+    }
+    if value.is_none() {
+        out.push_str("null");
+    } else if let Ok(b) = value.cast::<PyBool>() {
+        out.push_str(if b.is_true() { "true" } else { "false" });
+    } else if value.is_instance_of::<PyInt>() {
+        match value.extract::<i64>() {
+            Ok(n) => out.push_str(&n.to_string()),
+            Err(_) => return Ok(false),
+        }
+    } else if value.is_instance_of::<PyFloat>() {
+        let f = value.extract::<f64>()?;
+        match serde_json::Number::from_f64(f) {
+            Some(n) => out.push_str(&n.to_string()),
+            None => return Ok(false),
+        }
+    } else if value.is_instance_of::<PyString>() {
+        out.push_str(&serde_json::Value::String(value.extract::<String>()?).to_string());
+    } else if let Ok(dict) = value.cast::<PyDict>() {
+        out.push('{');
+        for (i, (k, v)) in dict.iter().enumerate() {
+            let Ok(key) = k.cast::<PyString>() else { return Ok(false) };
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&serde_json::Value::String(key.extract::<String>()?).to_string());
+            out.push(':');
+            if !write_json(&v, out, depth + 1)? {
+                return Ok(false);
+            }
+        }
+        out.push('}');
+    } else if let Ok(list) = value.cast::<PyList>() {
+        out.push('[');
+        for (i, v) in list.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            if !write_json(&v, out, depth + 1)? {
+                return Ok(false);
+            }
+        }
+        out.push(']');
+    } else {
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 fn load_config(profile: Option<&str>, config: Option<&Bound<'_, PyAny>>) -> PyResult<LooprailConfig> {
@@ -168,8 +238,8 @@ impl Guard {
 
     /// Before each model call: budgets, time limits, the iteration cap.
     #[pyo3(signature = (now_ms=None))]
-    fn before_model(&self, now_ms: Option<i64>) -> Verdict {
-        self.guard().before_model(self::now_ms(now_ms)).into()
+    fn before_model(&self, py: Python<'_>, now_ms: Option<i64>) -> PyResult<Py<Verdict>> {
+        verdict(py, self.guard().before_model(self::now_ms(now_ms)))
     }
 
     /// A piece of the reply's text as it streams; True when the reply repeats itself and
@@ -184,30 +254,46 @@ impl Guard {
     #[pyo3(signature = (text=None, calls=None, usage=None, model="", now_ms=None))]
     fn model_response(
         &self,
+        py: Python<'_>,
         text: Option<String>,
         calls: Option<&Bound<'_, PyList>>,
         usage: Option<&Bound<'_, PyDict>>,
         model: &str,
         now_ms: Option<i64>,
-    ) -> PyResult<Verdict> {
+    ) -> PyResult<Py<Verdict>> {
         let calls = match calls {
             Some(list) => list.iter().map(|item| call_of(&item)).collect::<PyResult<Vec<_>>>()?,
             None => Vec::new(),
         };
         let reply = Reply { text, calls, usage: usage_of(usage)?, model: model.to_owned() };
-        Ok(self.guard().model_response(&reply, self::now_ms(now_ms)).into())
+        verdict(py, self.guard().model_response(&reply, self::now_ms(now_ms)))
     }
 
     /// Before a call of the last reply runs.
-    fn before_tool(&self, id: String, name: String, arguments: &Bound<'_, PyAny>) -> PyResult<Verdict> {
-        let call = Call { id, name, arguments: json_text(arguments)? };
-        Ok(self.guard().before_tool(&call).into())
+    fn before_tool(
+        &self,
+        py: Python<'_>,
+        id: String,
+        name: String,
+        arguments: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<Verdict>> {
+        let mut guard = self.guard();
+        // A call of the last reply is known by its id: its arguments were read with the reply.
+        let known = guard.last_calls().iter().find(|c| c.id == id && c.name == name).cloned();
+        let call = match known {
+            Some(call) => call,
+            None => Call { id, name, arguments: json_text(arguments)? },
+        };
+        let answer = guard.before_tool(&call);
+        drop(guard);
+        verdict(py, answer)
     }
 
     /// A call's result (for a denied call, the denial the model read).
     #[pyo3(signature = (id, output, failed=false))]
-    fn after_tool(&self, id: &str, output: &str, failed: bool) -> Verdict {
-        self.guard().after_tool(id, output, failed).into()
+    fn after_tool(&self, py: Python<'_>, id: &str, output: &str, failed: bool) -> PyResult<Py<Verdict>> {
+        let answer = self.guard().after_tool(id, output, failed);
+        verdict(py, answer)
     }
 
     /// The guard events since the last call, as dicts of the form `looprail audit` reports.
