@@ -69,8 +69,26 @@ impl SessionStore {
         // WAL: readers never wait for a writer. No sync to disk: a hook answers within a
         // millisecond on every tool call, and what a crash of the machine can lose is advice
         // (a damaged file is moved aside on the next open).
+        // Switching to WAL takes the file's exclusive lock, and SQLite answers "database is
+        // locked" at once, with no busy wait, when another process holds it (hooks of parallel
+        // tool calls open the store together): the switch is made only when the file is not in
+        // WAL yet, and tried again for up to the busy timeout.
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(|e| store_error(&e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            let started = std::time::Instant::now();
+            loop {
+                match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+                    Ok(_) => break,
+                    Err(e) if busy(&e) && started.elapsed() < Duration::from_secs(5) => {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(e) => return Err(store_error(&e)),
+                }
+            }
+        }
         conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;
+            "PRAGMA synchronous = OFF;
              CREATE TABLE IF NOT EXISTS hook_sessions (
                  agent TEXT NOT NULL, session_id TEXT NOT NULL, state TEXT NOT NULL,
                  updated_ms INTEGER NOT NULL, PRIMARY KEY (agent, session_id));",
@@ -174,4 +192,12 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
+}
+
+/// SQLite said the file is busy or locked by another connection.
+fn busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
