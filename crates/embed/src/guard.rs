@@ -223,8 +223,12 @@ impl AgentGuard {
     /// The verdict for what the guards asked for at a step (`call`: the call whose result
     /// closed the step).
     fn answer(&mut self, actions: Actions, call: Option<&Call>) -> Verdict {
-        let tool = call.map(|c| c.name.as_str()).or_else(|| actions.events.last().map(|e| e.tool.as_str()));
-        let tool = tool.unwrap_or("a tool").to_owned();
+        // The tool a stop or a question names (only those need it).
+        let tool = || {
+            let tool =
+                call.map(|c| c.name.as_str()).or_else(|| actions.events.last().map(|e| e.tool.as_str()));
+            tool.unwrap_or("a tool").to_owned()
+        };
         if let Some(cause) = &actions.stop {
             let reason = self.session.report().stop_reason.clone().unwrap_or_else(|| cause.describe());
             return self.stop(format!("{TAG} Stopped: {}.", cause.describe()), &reason);
@@ -235,12 +239,14 @@ impl AgentGuard {
         texts.extend(actions.inject.iter().filter_map(Message::joined_text).map(|t| format!("{TAG} {t}")));
         // The human was asked and the guards see a loop again: hand back to the human.
         if self.stretch.asked && (actions.ask_human || directive || !actions.inject.is_empty()) {
-            let why = format!("{TAG} The agent is still looping around `{tool}` after the user was asked.");
+            let why =
+                format!("{TAG} The agent is still looping around `{}` after the user was asked.", tool());
             return self.stop(why, "loop_detected:after_ask");
         }
         if actions.ask_human {
             self.stretch.nudges = texts;
-            return self.ask(question(&tool));
+            let question = question(&tool());
+            return self.ask(question);
         }
         if directive && let Some(call) = call {
             let reason = format!(
@@ -253,11 +259,11 @@ impl AgentGuard {
         }
         if texts.is_empty() {
             // A call that drew no remark: the agent moved on from the denied one.
-            if let Some(call) = call {
-                let signature = CallSignature::of(&call.name, &call.arguments).call;
-                if self.stretch.deny.as_ref().is_some_and(|d| d.call != signature) {
-                    self.stretch.deny = None;
-                }
+            // (The call's signature is read only when a denial is pending: not on every result.)
+            if let (Some(call), Some(denial)) = (call, &self.stretch.deny)
+                && denial.call != CallSignature::of(&call.name, &call.arguments).call
+            {
+                self.stretch.deny = None;
             }
             return Verdict::allow();
         }
