@@ -19,7 +19,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use looprail::LooprailConfig;
@@ -101,40 +101,24 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The venv's python, with the pinned packages (installed again when the pins change).
+#[path = "../../crates/gateway/tests/common/python.rs"]
+mod python;
+
+/// The venv the gateway's SDK tests use, with the pinned frameworks and mypy.
 fn python() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
-    let python = dir.join("bin/python");
-    let pins = root().join("crates/gateway/tests/clients/requirements.txt");
-    let wanted = std::fs::read(&pins).unwrap();
-    if python.exists() && std::fs::read(dir.join("requirements.txt")).ok().as_ref() == Some(&wanted) {
-        return Some(python);
-    }
-    if Command::new("python3").arg("--version").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "python3 is needed for the Python module's tests under CI");
-        eprintln!("skipping the Python module's tests: no python3");
-        return None;
-    }
-    if !python.exists() {
-        let made = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap();
-        assert!(made.success(), "python3 -m venv failed (Debian: apt install python3-venv)");
-    }
-    let pip = Command::new(dir.join("bin/pip"))
-        .args(["install", "-q", "--disable-pip-version-check", "-r"])
-        .arg(&pins)
-        .status()
-        .unwrap();
-    assert!(pip.success(), "installing the pinned frameworks failed");
-    std::fs::write(dir.join("requirements.txt"), wanted).unwrap();
-    Some(python)
+    python::venv()
 }
 
-/// Builds `package`'s native library with cargo; its path.
-fn native(package: &str, file: &str) -> PathBuf {
+/// Builds both native libraries with cargo (one build: their dependencies' features unify
+/// once, and the second test to ask finds it done); the path of `file`.
+fn native(file: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let built =
-        Command::new(cargo).args(["build", "--quiet", "-p", package]).current_dir(root()).status().unwrap();
-    assert!(built.success(), "cargo build -p {package} failed");
+    let built = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "looprail-python", "-p", "looprail-node"])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(built.success(), "cargo build of the Python module and the Node addon failed");
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("../debug").join(file)
 }
 
@@ -153,7 +137,7 @@ fn cases_file() -> Option<&'static Path> {
 
 /// The module as a wheel lays it out: the Python sources and the native library beside them.
 fn module() -> PathBuf {
-    let library = native("looprail-python", "lib_native.so");
+    let library = native("lib_native.so");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-module");
     let package = out.join("looprail");
     let _ = std::fs::remove_dir_all(&out);
@@ -174,6 +158,23 @@ fn the_python_module_passes_its_tests_in_python() {
     let Some(cases) = cases_file() else { return };
     let module = module();
     let tests = root().join("crates/python/tests");
+    // mypy takes longer than the tests: it checks while they run.
+    let mypy = Command::new(&python)
+        .args(["-m", "mypy", "--strict", "--no-incremental"])
+        .args([
+            "test_guard.py",
+            "test_langchain.py",
+            "test_openai_agents.py",
+            "test_pydantic_ai.py",
+            "test_conformance.py",
+        ])
+        .arg(module.join("looprail"))
+        .env("MYPYPATH", &module)
+        .current_dir(&tests)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let run = Command::new(&python)
         .args(["-m", "unittest", "discover", "-s"])
         .arg(&tests)
@@ -188,14 +189,7 @@ fn the_python_module_passes_its_tests_in_python() {
     let report = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "the Python tests failed:\n{report}");
     assert!(!report.contains("skipped"), "no Python test may skip here:\n{report}");
-    let mypy = Command::new(&python)
-        .args(["-m", "mypy", "--strict", "--no-incremental"])
-        .args(["test_guard.py", "test_langchain.py", "test_openai_agents.py", "test_conformance.py"])
-        .arg(module.join("looprail"))
-        .env("MYPYPATH", &module)
-        .current_dir(&tests)
-        .output()
-        .unwrap();
+    let mypy = mypy.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&mypy.stdout).into_owned() + &String::from_utf8_lossy(&mypy.stderr);
     assert!(mypy.status.success(), "mypy --strict finds errors:\n{said}");
 }
@@ -207,7 +201,7 @@ mod node;
 fn the_node_package_passes_its_tests_in_node() {
     let Some(clients) = node::clients() else { return };
     let Some(cases) = cases_file() else { return };
-    let addon = native("looprail-node", "liblooprail_node.so");
+    let addon = native("liblooprail_node.so");
     // The package as npm lays it out, beside the AI SDK the clients' lockfile pins.
     let package = clients.join("node_modules/looprail");
     let _ = std::fs::remove_dir_all(&package);

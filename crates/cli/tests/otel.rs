@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{json_call, json_text, openai_args, temp_dir};
 use looprail_providers::fake::{FakeServer, Reply, Seen};

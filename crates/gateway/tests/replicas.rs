@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use looprail_gateway::{Gateway, GatewayConfig};
 use looprail_journal::{PostgresStore, SqliteStore};

@@ -12,58 +12,22 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
 use looprail_gateway::Api;
 use looprail_loop_core::config::LoopConfig;
 use serde_json::Value;
 
-/// The venv's python, created once per target directory with the SDKs at the versions
-/// tests/clients/requirements.txt pins (installed again when that file changes).
+/// The venv with the pinned SDKs (common/python.rs).
 fn python() -> Option<PathBuf> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
-            let python = dir.join("bin/python");
-            let pins = script("requirements.txt");
-            let wanted = std::fs::read(&pins).unwrap();
-            let installed = std::fs::read(dir.join("requirements.txt")).ok();
-            if python.exists() && installed.as_ref() == Some(&wanted) {
-                return Some(python);
-            }
-            if Command::new("python3").arg("--version").output().is_err() {
-                assert!(std::env::var_os("CI").is_none(), "python3 is needed for the SDK tests under CI");
-                eprintln!("skipping the SDK tests: no python3");
-                return None;
-            }
-            if !python.exists() {
-                let made = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().unwrap();
-                assert!(made.success(), "python3 -m venv failed (Debian: apt install python3-venv)");
-            }
-            let pip = Command::new(dir.join("bin/pip"))
-                .args(["install", "-q", "--disable-pip-version-check", "-r"])
-                .arg(&pins)
-                .status()
-                .unwrap();
-            assert!(pip.success(), "installing the official SDKs failed");
-            let ready = Command::new(&python)
-                .args(["-c", "import openai, anthropic, agents, langgraph, langchain_openai"])
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ready, "the SDKs do not import");
-            std::fs::write(dir.join("requirements.txt"), wanted).unwrap();
-            Some(python)
-        })
-        .clone()
+    common::python::venv()
 }
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients").join(name)
 }
 
-mod common;
+use crate::common;
 use common::TempStore;
 use common::sdk::{assert_ended, assert_ladder_concluded, gateway, may_call_tools, upstream};
 

@@ -16,7 +16,7 @@ use looprail_gateway::Api;
 use looprail_loop_core::config::LoopConfig;
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::TempStore;
 use common::node::clients;
 use common::sdk::{assert_ended, assert_ladder_concluded, gateway, upstream};

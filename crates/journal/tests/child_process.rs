@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,12 @@ async fn crash_child() {
 async fn a_killed_process_leaves_a_resumable_run_that_does_not_resend() {
     let db = common::temp_db("child");
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child", "--nocapture"])
+        // The test's name in this binary: its module's path without the crate's name.
+        .args([
+            "--exact",
+            &format!("{}::crash_child", module_path!().split_once("::").unwrap().1),
+            "--nocapture",
+        ])
         .env(CHILD_ENV, &*db)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -11,10 +11,10 @@
 //! need nothing newer than glibc 2.17 whatever the build machine has. The version is the
 //! workspace's. `--pgo` optimises the host target's binary with a profile of the gateway at work
 //! and BOLT ([`crate::pgo`], [`crate::bolt`]): `cargo xtask release` builds the published
-//! packages that way. `--quick` builds with the `dist-check` profile instead (no cross-crate LTO,
-//! parallel codegen: the same code and packaging in a fraction of the time): per-commit CI checks
-//! the packages that way. `--check` then checks each
-//! package ([`check`]): the glibc floor read from the binary, `--version` and `demo` run
+//! packages that way. `--quick` builds with the `dist-check` profile instead (light
+//! optimisation, no cross-crate LTO, parallel codegen: the same code and packaging in a fraction
+//! of the time): per-commit CI checks the packages that way. `--check` then checks each package
+//! ([`check`]): the glibc floor read from the binary, `--version` and `demo` run
 //! (aarch64 under qemu-user), the host's wheel and npm packages installed into fresh places
 //! with no Rust on PATH with a gateway round trip from each, and the sdist's workspace (built
 //! from source by pip too, with `--pgo`).

@@ -5,6 +5,7 @@
 
 pub mod chant;
 pub mod node;
+pub mod python;
 pub mod sdk;
 
 use serde_json::Value;

@@ -10,7 +10,7 @@ use looprail_journal::{JournalError, RunSpec, RunStatus, SharedStore, now_ms};
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::store::CheckpointKind;
 
-use crate::Backend;
+use crate::conformance::Backend;
 
 fn spec(run: &str, conversation: &str) -> RunSpec {
     RunSpec::new(run, conversation, "x").with_recipe(serde_json::json!({}))

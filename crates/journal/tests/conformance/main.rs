@@ -6,9 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod backend;
 mod concurrency;
 mod runs;
@@ -24,7 +21,7 @@ macro_rules! conformance {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    crate::$module::$name(crate::Backend::sqlite(stringify!($name))).await;
+                    crate::conformance::$module::$name(crate::conformance::Backend::sqlite(stringify!($name))).await;
                 }
             )*
         }
@@ -32,8 +29,8 @@ macro_rules! conformance {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let Some(backend) = crate::Backend::postgres(stringify!($name)).await else { return };
-                    crate::$module::$name(backend).await;
+                    let Some(backend) = crate::conformance::Backend::postgres(stringify!($name)).await else { return };
+                    crate::conformance::$module::$name(backend).await;
                 }
             )*
         }

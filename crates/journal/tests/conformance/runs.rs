@@ -10,8 +10,8 @@ use looprail_journal::{
 };
 use looprail_loop_core::prelude::*;
 
-use crate::Backend;
 use crate::common::{ByTurn, EffectTool, Effects, calls};
+use crate::conformance::Backend;
 
 fn script() -> Vec<ModelResponse> {
     vec![calls("s1", "send"), ModelResponse::text("by-turn", "Sent.")]

@@ -6,7 +6,7 @@ use looprail_journal::{JournalError, MAX_TAKEOVERS, RunSpec, RunStatus, Submitte
 use looprail_loop_core::prelude::*;
 use looprail_loop_core::store::CheckpointKind;
 
-use crate::Backend;
+use crate::conformance::Backend;
 
 fn spec(run: &str, conversation: &str) -> RunSpec {
     RunSpec::new(run, conversation, format!("task {run}")).with_recipe(serde_json::json!({ "model": "m" }))
