@@ -16,7 +16,8 @@ the user a final answer).
     verdict = guard.before_tool("c1", "bash", {"cmd": "make"})
     verdict = guard.after_tool("c1", "make: *** No rule to make target", failed=True)
 
-Adapters for agent frameworks: ``looprail.langchain`` (LangChain and LangGraph agents).
+Adapters for agent frameworks: ``looprail.langchain`` (LangChain and LangGraph agents),
+``looprail.openai_agents`` (the OpenAI Agents SDK) and ``looprail.pydantic_ai`` (pydantic-ai).
 """
 
 from looprail._native import Guard, Verdict

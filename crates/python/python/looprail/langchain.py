@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from looprail._native import Guard, Verdict
+from looprail._adapter import GuardedAgent
 
 if TYPE_CHECKING:
-    from looprail._native import CallDict, Usage
+    from looprail._native import CallDict, Guard, Usage
 
 __all__ = ["LooprailMiddleware"]
 
@@ -36,7 +36,7 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-class LooprailMiddleware(AgentMiddleware):
+class LooprailMiddleware(GuardedAgent, AgentMiddleware):
     """Agent middleware that runs looprail's guard around every model and tool call."""
 
     def __init__(
@@ -47,11 +47,9 @@ class LooprailMiddleware(AgentMiddleware):
         config: Any = None,
         ask: Callable[[str], bool] | None = None,
     ) -> None:
-        super().__init__()
-        self.guard = guard if guard is not None else Guard(profile, config)
-        self.ask = ask
+        AgentMiddleware.__init__(self)
+        GuardedAgent.__init__(self, guard, profile=profile, config=config, ask=ask)
         self._humans = 0
-        self._final: str | None = None
 
     # -- the model call -------------------------------------------------------------------
 
@@ -111,49 +109,31 @@ class LooprailMiddleware(AgentMiddleware):
 
     # -- the tool call --------------------------------------------------------------------
 
-    def _check(self, request: ToolCallRequest) -> ToolMessage | None:
+    def _answer(self, request: ToolCallRequest) -> ToolMessage | None:
         call = request.tool_call
-        call_id = call.get("id") or ""
-        if self._final is not None:
-            return self._answer(call_id, call["name"], self._final)
-        verdict = self.guard.before_tool(call_id, call["name"], call.get("args", {}))
-        if verdict.action == "deny" or not self._goes_on(verdict):
-            if verdict.action != "deny":
-                self._final = verdict.message
-            return self._answer(call_id, call["name"], verdict.message)
-        return None
+        message = self._check(call.get("id") or "", call["name"], call.get("args", {}))
+        if message is None:
+            return None
+        return ToolMessage(content=message, tool_call_id=call.get("id") or "", name=call["name"], status="error")
 
-    def _answer(self, call_id: str, name: str, message: str) -> ToolMessage:
-        self.guard.after_tool(call_id, message, True)
-        return ToolMessage(content=message, tool_call_id=call_id, name=name, status="error")
-
-    def _observe(self, request: ToolCallRequest, result: Any) -> Any:
+    def _read(self, request: ToolCallRequest, result: Any) -> Any:
         if not isinstance(result, ToolMessage):
             return result
-        call_id = request.tool_call.get("id") or ""
-        verdict = self.guard.after_tool(call_id, _text(result.content), result.status == "error")
-        if verdict.action == "nudge" or not self._goes_on(verdict):
-            if not self._goes_on(verdict):
-                self._final = verdict.message
-            result.content = f"{_text(result.content)}\n\n{verdict.message}"
+        added = self._observe(request.tool_call.get("id") or "", _text(result.content), result.status == "error")
+        if added is not None:
+            result.content = f"{_text(result.content)}\n\n{added}"
         return result
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Any]) -> Any:
-        answered = self._check(request)
+        answered = self._answer(request)
         if answered is not None:
             return answered
-        return self._observe(request, handler(request))
+        return self._read(request, handler(request))
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Any]]
     ) -> Any:
-        answered = self._check(request)
+        answered = self._answer(request)
         if answered is not None:
             return answered
-        return self._observe(request, await handler(request))
-
-    def _goes_on(self, verdict: Verdict) -> bool:
-        """False for a stop, and for a question with no human to answer it (or a no)."""
-        if verdict.action == "ask":
-            return self.ask is not None and bool(self.ask(verdict.message))
-        return verdict.goes_on
+        return self._read(request, await handler(request))

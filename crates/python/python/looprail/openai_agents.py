@@ -33,10 +33,10 @@ from agents.tool_guardrails import (
 
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
 
-from looprail._native import Guard, Verdict
+from looprail._adapter import GuardedAgent
 
 if TYPE_CHECKING:
-    from looprail._native import CallDict
+    from looprail._native import CallDict, Guard
 
 __all__ = ["LooprailGuard"]
 
@@ -60,7 +60,7 @@ class _Hooks(RunHooks[Any]):
         self.owner._model_response(agent, response)
 
 
-class LooprailGuard:
+class LooprailGuard(GuardedAgent):
     """looprail's guard for agents of the OpenAI Agents SDK."""
 
     def __init__(
@@ -71,17 +71,16 @@ class LooprailGuard:
         config: Any = None,
         ask: Callable[[str], bool] | None = None,
     ) -> None:
-        self.guard = guard if guard is not None else Guard(profile, config)
-        self.ask = ask
+        GuardedAgent.__init__(self, guard, profile=profile, config=config, ask=ask)
         self.hooks: RunHooks[Any] = _Hooks(self)
         self.input_guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
-            guardrail_function=self._check, name="looprail"
+            guardrail_function=self._input, name="looprail"
         )
         self.output_guardrail: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
-            guardrail_function=self._observe, name="looprail"
+            guardrail_function=self._output, name="looprail"
         )
         self._running = False
-        self._final: str | None = None
+        self._agent: Any = None
         self._settings: dict[int, Any] = {}
 
     def protect(self, agent: Agent[Any]) -> Agent[Any]:
@@ -117,11 +116,13 @@ class LooprailGuard:
             del self._settings[key]
 
     def _before_model(self, agent: Agent[Any]) -> None:
+        self._agent = agent
         verdict = self.guard.before_model()
         if not self._goes_on(verdict):
-            self._stop(agent, verdict.message)
+            self._stop(verdict.message)
 
     def _model_response(self, agent: Agent[Any], response: ModelResponse) -> None:
+        self._agent = agent
         calls: list[CallDict] = []
         texts: list[str] = []
         for item in response.output:
@@ -136,44 +137,32 @@ class LooprailGuard:
             usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
         )
         if not self._goes_on(verdict):
-            self._stop(agent, verdict.message)
+            self._stop(verdict.message)
 
     # -- tool guardrails --------------------------------------------------------------------
 
-    def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+    def _input(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         tool = data.context
-        if self._final is not None:
-            return ToolGuardrailFunctionOutput.reject_content(self._final)
-        verdict = self.guard.before_tool(tool.tool_call_id, tool.tool_name, tool.tool_arguments or "{}")
-        if verdict.action == "deny":
-            self.guard.after_tool(tool.tool_call_id, verdict.message, True)
-            return ToolGuardrailFunctionOutput.reject_content(verdict.message)
-        if not self._goes_on(verdict):
-            self._stop(data.agent, verdict.message)
-            return ToolGuardrailFunctionOutput.reject_content(verdict.message)
+        self._agent = data.agent
+        answer = self._check(tool.tool_call_id, tool.tool_name, tool.tool_arguments or "{}")
+        if answer is not None:
+            return ToolGuardrailFunctionOutput.reject_content(answer)
         return ToolGuardrailFunctionOutput.allow()
 
-    def _observe(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+    def _output(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         output = data.output if isinstance(data.output, str) else str(data.output)
-        verdict = self.guard.after_tool(data.context.tool_call_id, output)
-        if verdict.action == "nudge":
-            return ToolGuardrailFunctionOutput.reject_content(f"{output}\n\n{verdict.message}")
-        if not self._goes_on(verdict):
-            self._stop(data.agent, verdict.message)
-            return ToolGuardrailFunctionOutput.reject_content(f"{output}\n\n{verdict.message}")
+        self._agent = data.agent
+        added = self._observe(data.context.tool_call_id, output)
+        if added is not None:
+            return ToolGuardrailFunctionOutput.reject_content(f"{output}\n\n{added}")
         return ToolGuardrailFunctionOutput.allow()
 
-    def _stop(self, agent: Any, message: str) -> None:
-        """From now on: every call answered with ``message``, and no tools for the next reply."""
-        self._final = message
+    def _stop(self, message: str) -> None:
+        """Every further call answered with ``message``, and no tools for the next reply."""
+        super()._stop(message)
+        agent = self._agent
         if isinstance(agent, Agent) and id(agent) not in self._settings:
             self._settings[id(agent)] = (agent, agent.model_settings, agent.reset_tool_choice)
             agent.model_settings = dataclasses.replace(agent.model_settings, tool_choice="none")
             # The SDK sets tool_choice back after each tool call unless told not to.
             agent.reset_tool_choice = False
-
-    def _goes_on(self, verdict: Verdict) -> bool:
-        """False for a stop, and for a question with no human to answer it (or a no)."""
-        if verdict.action == "ask":
-            return self.ask is not None and bool(self.ask(verdict.message))
-        return verdict.goes_on
