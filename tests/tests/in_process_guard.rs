@@ -14,7 +14,8 @@
 //!
 //! The Node package (crates/node: the guard through napi-rs, its Vercel AI SDK adapter) is
 //! tested the same way in Node (`node --test`, crates/node/tests), beside the AI SDK that the
-//! gateway's Node clients pin.
+//! gateway's Node clients pin; `tsc --strict` checks its TypeScript declarations against a typed use
+//! of them (crates/node/tests/types.ts).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -220,6 +221,15 @@ fn the_node_package_passes_its_tests_in_node() {
         .current_dir(&clients)
         .output()
         .unwrap();
+    // The TypeScript declarations, checked against a typed use of them (types.ts).
+    let tsc = Command::new(clients.join("node_modules/.bin/tsc"))
+        .args(["--noEmit", "--strict", "--skipLibCheck", "--module", "nodenext"])
+        .args(["--moduleResolution", "nodenext", "--target", "es2022", "types.ts"])
+        .current_dir(&clients)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&tsc.stdout);
+    assert!(tsc.status.success(), "tsc --strict finds errors in the declarations' use:\n{said}");
     let report = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "the Node tests failed:\n{report}");
     assert!(

@@ -1,4 +1,4 @@
-import type { LanguageModel, StopCondition, ToolSet } from 'ai';
+import type { LanguageModel, StepResult, ToolSet } from 'ai';
 import type { Guard, GuardOptions } from './index';
 
 export interface GuardAgentOptions extends GuardOptions {
@@ -15,8 +15,9 @@ export interface GuardedAgent {
   model(model: LanguageModel): LanguageModel;
   /** The tools, wrapped: a call may be denied, a result may carry a nudge. */
   tools<T extends ToolSet>(tools: T): T;
-  /** Ends the step loop once the final answer after a stop has come. */
-  stopWhen: StopCondition<ToolSet>;
+  /** Ends the step loop once the final answer after a stop has come. A stop condition for any
+   * tool set (generic, so it sits beside `stepCountIs(n)` whatever the tools' types). */
+  stopWhen: <TOOLS extends ToolSet>(options: { steps: Array<StepResult<TOOLS>> }) => boolean;
 }
 
 /** looprail's guard for one agent of the Vercel AI SDK. */

@@ -30,6 +30,10 @@ class GuardedAgent:
         # Once the guard has stopped the agent: the instruction every further call is answered
         # with, until the next user message.
         self._final: str | None = None
+        self._setup()
+
+    def _setup(self) -> None:
+        """What an adapter adds to its state (its framework's objects), after the guard's."""
 
     def _check(self, call_id: str, name: str, arguments: Any) -> str | None:
         """The answer a tool call gets instead of running (why it was denied, or the stop's

@@ -14,7 +14,7 @@ a human's answer (``True`` lets the agent go on); without it, that is a stop too
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from looprail._adapter import GuardedAgent
 
 if TYPE_CHECKING:
-    from looprail._native import CallDict, Guard, Usage
+    from looprail._native import CallDict, Usage
 
 __all__ = ["LooprailMiddleware"]
 
@@ -39,16 +39,8 @@ def _text(content: Any) -> str:
 class LooprailMiddleware(GuardedAgent, AgentMiddleware):
     """Agent middleware that runs looprail's guard around every model and tool call."""
 
-    def __init__(
-        self,
-        guard: Guard | None = None,
-        *,
-        profile: Literal["coding-agent", "task"] | None = None,
-        config: Any = None,
-        ask: Callable[[str], bool] | None = None,
-    ) -> None:
+    def _setup(self) -> None:
         AgentMiddleware.__init__(self)
-        GuardedAgent.__init__(self, guard, profile=profile, config=config, ask=ask)
         self._humans = 0
 
     # -- the model call -------------------------------------------------------------------

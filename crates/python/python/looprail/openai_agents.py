@@ -18,7 +18,7 @@ agent go on); without it, that is a stop too.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any
 
 from agents import Agent, FunctionTool, RunHooks
 from agents.items import ModelResponse
@@ -36,7 +36,7 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 from looprail._adapter import GuardedAgent
 
 if TYPE_CHECKING:
-    from looprail._native import CallDict, Guard
+    from looprail._native import CallDict
 
 __all__ = ["LooprailGuard"]
 
@@ -63,15 +63,7 @@ class _Hooks(RunHooks[Any]):
 class LooprailGuard(GuardedAgent):
     """looprail's guard for agents of the OpenAI Agents SDK."""
 
-    def __init__(
-        self,
-        guard: Guard | None = None,
-        *,
-        profile: Literal["coding-agent", "task"] | None = None,
-        config: Any = None,
-        ask: Callable[[str], bool] | None = None,
-    ) -> None:
-        GuardedAgent.__init__(self, guard, profile=profile, config=config, ask=ask)
+    def _setup(self) -> None:
         self.hooks: RunHooks[Any] = _Hooks(self)
         self.input_guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._input, name="looprail"

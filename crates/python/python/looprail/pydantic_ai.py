@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.tools import ToolDefinition
 
-    from looprail._native import CallDict, Guard, Usage
+    from looprail._native import CallDict, Usage
 
 __all__ = ["LooprailCapability"]
 
@@ -49,16 +49,6 @@ def _output(result: Any) -> str:
 
 class LooprailCapability(GuardedAgent, AbstractCapability[Any]):
     """A capability that runs looprail's guard around every model request and tool call."""
-
-    def __init__(
-        self,
-        guard: Guard | None = None,
-        *,
-        profile: Literal["coding-agent", "task"] | None = None,
-        config: Any = None,
-        ask: Callable[[str], bool] | None = None,
-    ) -> None:
-        GuardedAgent.__init__(self, guard, profile=profile, config=config, ask=ask)
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
         self.guard.user_message()
