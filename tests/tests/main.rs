@@ -15,4 +15,5 @@ mod loop_properties;
 mod loop_resume;
 mod loop_scenarios;
 mod telemetry_spans;
+mod test_layout;
 mod usage_estimate;
