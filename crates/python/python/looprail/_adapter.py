@@ -61,6 +61,12 @@ class GuardedAgent:
             return verdict.message
         return None
 
+    def _heed(self, verdict: Verdict) -> None:
+        """A verdict at the model's side of the loop: a stop, or a question no human approves,
+        stops the agent."""
+        if not self._goes_on(verdict):
+            self._stop(verdict.message)
+
     def _stop(self, message: str) -> None:
         """From now on every call is answered with ``message`` and the agent's next reply is
         its final answer."""

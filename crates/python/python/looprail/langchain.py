@@ -52,8 +52,8 @@ class LooprailMiddleware(GuardedAgent, AgentMiddleware):
             self._final = None
             self.guard.user_message()
         verdict = self.guard.before_model()
-        if self._final is None and not self._goes_on(verdict):
-            self._final = verdict.message
+        if self._final is None:
+            self._heed(verdict)
         if self._final is not None:
             # The guaranteed final answer: the instruction, and no tools to call.
             return request.override(messages=[*request.messages, HumanMessage(self._final)], tools=[])
@@ -80,8 +80,7 @@ class LooprailMiddleware(GuardedAgent, AgentMiddleware):
             usage=usage or None,
             model=str(reply.response_metadata.get("model_name", "")),
         )
-        if not self._goes_on(verdict):
-            self._final = verdict.message
+        self._heed(verdict)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

@@ -110,8 +110,7 @@ class LooprailGuard(GuardedAgent):
     def _before_model(self, agent: Agent[Any]) -> None:
         self._agent = agent
         verdict = self.guard.before_model()
-        if not self._goes_on(verdict):
-            self._stop(verdict.message)
+        self._heed(verdict)
 
     def _model_response(self, agent: Agent[Any], response: ModelResponse) -> None:
         self._agent = agent
@@ -128,8 +127,7 @@ class LooprailGuard(GuardedAgent):
             calls=calls,
             usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
         )
-        if not self._goes_on(verdict):
-            self._stop(verdict.message)
+        self._heed(verdict)
 
     # -- tool guardrails --------------------------------------------------------------------
 

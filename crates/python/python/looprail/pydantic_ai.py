@@ -60,8 +60,8 @@ class LooprailCapability(GuardedAgent, AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         verdict = self.guard.before_model()
-        if self._final is None and not self._goes_on(verdict):
-            self._final = verdict.message
+        if self._final is None:
+            self._heed(verdict)
         if self._final is not None:
             # The guaranteed final answer: the instruction, for this request only, and no tools.
             final = ModelRequest(parts=[UserPromptPart(self._final)])
@@ -89,8 +89,7 @@ class LooprailCapability(GuardedAgent, AbstractCapability[Any]):
         verdict = self.guard.model_response(
             text=text or None, calls=calls, usage=usage, model=response.model_name or ""
         )
-        if not self._goes_on(verdict):
-            self._final = verdict.message
+        self._heed(verdict)
         return response
 
     # -- the tool call --------------------------------------------------------------------
