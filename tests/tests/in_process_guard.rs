@@ -4,8 +4,8 @@
 //! call for call.
 //!
 //! The Python module (crates/python: the guard through PyO3, its LangChain and OpenAI Agents
-//! SDK adapters) is tested in Python: its native part is built with cargo and laid out beside
-//! the Python sources, the pinned frameworks and mypy are installed into the venv the gateway's
+//! SDK and pydantic-ai adapters) is tested in Python: its native part, built by the same `cargo
+//! test` (a dependency of this package), is laid out beside the Python sources, the pinned frameworks and mypy are installed into the venv the gateway's
 //! SDK tests use (target/tmp/sdk-venv, crates/gateway/tests/clients/requirements.txt), then the
 //! Python tests run (crates/python/tests/test_*.py: the ladder, a process restart, bad input, a
 //! real LangChain agent, a real OpenAI Agents SDK run, the trajectories against the audit) and
@@ -13,7 +13,8 @@
 //! test skips on a developer's machine and fails under CI.
 //!
 //! The Node package (crates/node: the guard through napi-rs, its Vercel AI SDK adapter) is
-//! tested the same way in Node (`node --test`, crates/node/tests), beside the AI SDK that the
+//! tested the same way in Node (`node --test`, crates/node/tests), its JavaScript side
+//! (packaging/npm/looprail) laid out as npm installs it, beside the AI SDK that the
 //! gateway's Node clients pin; `tsc --strict` checks its TypeScript declarations against a typed use
 //! of them (crates/node/tests/types.ts).
 
@@ -110,17 +111,14 @@ fn python() -> Option<PathBuf> {
     python::venv()
 }
 
-/// Builds both native libraries with cargo (one build: their dependencies' features unify
-/// once, and the second test to ask finds it done); the path of `file`.
+/// The path of `file`, a native library `cargo test` built beside this test binary: this
+/// package depends on looprail-python and looprail-node (crate types cdylib and rlib), so the
+/// Python module and the Node addon come out of the same build, with the same features.
 fn native(file: &str) -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let built = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "looprail-python", "-p", "looprail-node"])
-        .current_dir(root())
-        .status()
-        .unwrap();
-    assert!(built.success(), "cargo build of the Python module and the Node addon failed");
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("../debug").join(file)
+    let exe = std::env::current_exe().unwrap();
+    let library = exe.parent().unwrap().join(file);
+    assert!(library.is_file(), "{} was not built with the tests", library.display());
+    library
 }
 
 /// The cases as JSON lines in a file, written once for the Python and the Node tests.
@@ -207,11 +205,13 @@ fn the_node_package_passes_its_tests_in_node() {
     let package = clients.join("node_modules/looprail");
     let _ = std::fs::remove_dir_all(&package);
     std::fs::create_dir_all(&package).unwrap();
-    for dir in ["crates/node/npm", "crates/node/tests"] {
+    for dir in ["packaging/npm/looprail", "crates/node/tests"] {
         for entry in std::fs::read_dir(root().join(dir)).unwrap() {
             let path = entry.unwrap().path();
-            let into = if dir.ends_with("npm") { &package } else { &clients };
-            std::fs::copy(&path, into.join(path.file_name().unwrap())).unwrap();
+            let into = if dir.starts_with("packaging") { &package } else { &clients };
+            if path.is_file() {
+                std::fs::copy(&path, into.join(path.file_name().unwrap())).unwrap();
+            }
         }
     }
     std::fs::copy(&addon, package.join("looprail.node")).unwrap();

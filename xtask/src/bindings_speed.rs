@@ -64,7 +64,7 @@ pub fn bindings_speed() -> Result<usize, String> {
     std::fs::copy("target/release/lib_native.so", python.join("looprail/_native.abi3.so"))
         .map_err(|e| format!("target/release/lib_native.so: {e}"))?;
     let node = out.join("node/node_modules/looprail");
-    copy_dir("crates/node/npm", &node)?;
+    copy_dir("packaging/npm/looprail", &node)?;
     std::fs::copy("target/release/liblooprail_node.so", node.join("looprail.node"))
         .map_err(|e| format!("target/release/liblooprail_node.so: {e}"))?;
     let script = out.join("node/guarded_calls.mjs");

@@ -18,9 +18,10 @@
 //!   changed since their last tag, builds and checks the published packages (`dist
 //!   --all-targets --pgo --check`) and lists them; a dry run unless told otherwise (see
 //!   [`release`]).
-//! - `dist [--target TRIPLE]... [--all-targets] [--check] [--pgo | --quick]`: the `looprail` binary as
-//!   Python wheels, an sdist and npm packages for Linux x86_64 and aarch64, glibc and musl, for
-//!   people without Rust; `--check` installs and runs them ([`mod@dist`]).
+//! - `dist [--target TRIPLE]... [--all-targets] [--check] [--pgo | --unoptimised | --quick]`: the
+//!   `looprail` command and the guard in process (Python module, Node addon) as Python wheels, an
+//!   sdist and npm packages for Linux x86_64 and aarch64, glibc and musl, for people without
+//!   Rust; `--check` installs and runs them ([`mod@dist`]).
 //! - `docs`: each crate's README.md from its `lib.rs` documentation, rustdoc with warnings
 //!   denied, and every code block of the user guide compiled.
 //! - `chaos`: the full multi-worker chaos test (200 runs on 20 lanes, 3 workers SIGKILLed at
@@ -289,7 +290,7 @@ fn main() -> ExitCode {
             Err(format!("unknown task `{other}`; tasks: ci, deny, bench, release, dist, pgo, docs, chaos"))
         }
         None => Err(
-            "usage: cargo xtask <ci|deny|bench [audit|hook|bindings|gateway-peers]|release|dist [--target T]... [--all-targets] [--check] [--pgo | --quick]|pgo|docs|chaos>"
+            "usage: cargo xtask <ci|deny|bench [audit|hook|bindings|gateway-peers]|release|dist [--target T]... [--all-targets] [--check] [--pgo | --unoptimised | --quick]|pgo|docs|chaos>"
                 .to_owned(),
         ),
     };

@@ -1,6 +1,7 @@
-//! The native addon of the `looprail` npm package: [`looprail_embed::AgentGuard`] as the
-//! JavaScript class `Guard`, its verdicts as plain objects. The JavaScript side (`npm/`) adds
-//! the type declarations and the Vercel AI SDK adapter.
+//! The native addon of the `looprail` npm package: [`looprail_embed::AgentGuard`] behind
+//! functions that take a guard's numeric handle, its verdicts as plain objects. The JavaScript
+//! side (packaging/npm/looprail: the `Guard` class over these functions, the type declarations,
+//! the Vercel AI SDK adapter) loads it from the platform's npm package.
 //!
 //! Everything a caller passes is checked here: a config that does not parse, a saved state that
 //! is not one, a call without its fields throw an `Error` with one readable line, and the guard

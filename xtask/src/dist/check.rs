@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::run;
-use super::targets::{GLIBC_FLOOR, Libc, Target};
+use super::targets::{Libc, Target};
 
 /// PATH with no Rust toolchain on it (only the system's directories).
 fn bare_path(first: &Path) -> String {
@@ -24,11 +24,11 @@ fn scratch(name: &str) -> Result<PathBuf, String> {
     Ok(root)
 }
 
-/// The checks of one target's binary: its glibc floor (glibc targets) and `--version` and
-/// `demo --quiet`, natively or under qemu-user.
-pub fn binary(target: &Target, binary: &Path, host: &str) -> Result<(), String> {
-    if target.libc == Libc::Glibc {
-        super::glibc::check_floor(binary, GLIBC_FLOOR)?;
+/// The checks of one target's binary: the glibc version it may need at most (`floor`, for a
+/// portable glibc build) and `--version` and `demo --quiet`, natively or under qemu-user.
+pub fn binary(target: &Target, binary: &Path, host: &str, floor: Option<(u32, u32)>) -> Result<(), String> {
+    if let Some(floor) = floor {
+        super::glibc::check_floor(binary, floor)?;
     }
     let runner = if target.runs_here(host) { None } else { Some(qemu(target)?) };
     for args in [&["--version"][..], &["demo", "--quiet"]] {
@@ -95,7 +95,8 @@ fn apt_install(packages: &[&str]) -> Result<(), String> {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
-/// The wheel into a fresh venv: `--version`, `demo` and a gateway round trip from it.
+/// The wheel into a fresh venv: `--version`, `demo` and a gateway round trip from it, and the
+/// module's guard through its ladder (xtask/scripts/guard_in_python.py).
 pub fn wheel(wheel: &Path) -> Result<(), String> {
     let root = scratch("wheel")?;
     let venv = root.join("venv");
@@ -109,13 +110,16 @@ pub fn wheel(wheel: &Path) -> Result<(), String> {
         run(Command::new("looprail").args(args).env("PATH", &path).env_remove("CARGO").current_dir(&root))?;
     }
     run(Command::new(venv.join("bin/python")).arg(&script).arg("looprail").env("PATH", &path))?;
+    let guard = std::fs::canonicalize("xtask/scripts/guard_in_python.py").map_err(|e| e.to_string())?;
+    run(Command::new(venv.join("bin/python")).arg(&guard).env("PATH", &path).current_dir(&root))?;
     let _ = std::fs::remove_dir_all(&root);
-    println!("dist check: the wheel installed with pip runs `looprail` with no Rust on PATH");
+    println!("dist check: the wheel installed with pip runs `looprail` and its guard with no Rust on PATH");
     Ok(())
 }
 
 /// The wrapper and the platform tarballs into a fresh npm project: `--version`, `demo` and a
-/// gateway round trip through npx and through the wrapper run directly.
+/// gateway round trip through npx and through the wrapper run directly, and the guard through
+/// its ladder from `require('looprail')` (xtask/scripts/guard_in_node.js).
 pub fn npm(tarballs: &[PathBuf]) -> Result<(), String> {
     let project = scratch("npm")?;
     let absolute: Vec<PathBuf> = tarballs.iter().filter_map(|t| std::fs::canonicalize(t).ok()).collect();
@@ -145,8 +149,11 @@ pub fn npm(tarballs: &[PathBuf]) -> Result<(), String> {
         .args(["node", "node_modules/looprail/bin/looprail.js"])
         .env("PATH", &npm_path)
         .current_dir(&project))?;
+    // Run from inside the project, where `require('looprail')` resolves as in a user's code.
+    std::fs::copy("xtask/scripts/guard_in_node.js", project.join("guard.js")).map_err(|e| e.to_string())?;
+    run(Command::new("node").arg("guard.js").env("PATH", &npm_path).current_dir(&project))?;
     let _ = std::fs::remove_dir_all(&project);
-    println!("dist check: the npm packages run `looprail` through npx with no Rust on PATH");
+    println!("dist check: the npm packages run `looprail` through npx and its guard with no Rust on PATH");
     Ok(())
 }
 

@@ -1,27 +1,34 @@
-//! `cargo xtask dist [--target TRIPLE]... [--all-targets] [--check] [--pgo | --quick]`: the `looprail`
-//! binary packaged for people without a Rust toolchain, for Linux on x86_64 and aarch64, glibc
+//! `cargo xtask dist [--target TRIPLE]... [--all-targets] [--check] [--pgo | --unoptimised | --quick]`:
+//! looprail packaged for people without a Rust toolchain, for Linux on x86_64 and aarch64, glibc
 //! and musl ([`targets::ALL`]; the default is this machine's target):
 //!
-//! - a Python wheel per target (maturin, `bindings = "bin"`, from crates/cli/pyproject.toml),
-//!   tagged manylinux2014 (glibc 2.17) or musllinux_1_2, and the sdist, into `target/wheels/`;
+//! - a Python wheel per target, tagged `cp39-abi3` and manylinux2014 (glibc 2.17) or
+//!   musllinux_1_2: the `looprail` command and the `looprail` module, the guard in process
+//!   with its framework adapters ([`python_wheel`]); and the sdist (the command alone, built from
+//!   source), into `target/wheels/`;
 //! - the npm packages into `target/npm/`: `@looprail/cli-linux-<cpu>[-musl]` holding the
-//!   binary, and `looprail`, the wrapper that runs it (packaging/npm/looprail).
+//!   binary and the guard's Node addon, and `looprail`, the guard's JavaScript API and the
+//!   wrapper that runs the binary (packaging/npm/looprail).
 //!
-//! Every target is linked through zig (`maturin --zig`), the host's too, so the glibc binaries
-//! need nothing newer than glibc 2.17 whatever the build machine has. The version is the
+//! Every target's native files ([`parts`]) are built through zig, the host's too, so the glibc
+//! builds need nothing newer than glibc 2.17 whatever the build machine has. The version is the
 //! workspace's. `--pgo` optimises the host target's binary with a profile of the gateway at work
 //! and BOLT ([`crate::pgo`], [`crate::bolt`]): `cargo xtask release` builds the published
-//! packages that way. `--quick` builds with the `dist-check` profile instead (not optimised, no
-//! LTO, parallel codegen: the same code and packaging in a fraction of the time, with no size
-//! limit): per-commit CI checks the packages that way. `--check` then checks each package
-//! ([`check`]): the glibc floor read from the binary, `--version` and `demo` run
-//! (aarch64 under qemu-user), the host's wheel and npm packages installed into fresh places
-//! with no Rust on PATH with a gateway round trip from each, and the sdist's workspace (built
-//! from source by pip too, with `--pgo`).
+//! packages that way. `--unoptimised` builds with the `dist-check` profile instead (not
+//! optimised, no LTO: the same code and packaging in a fraction of the time, with no size
+//! limit). `--quick` packs this machine's packages from what `cargo test --workspace` builds
+//! (nothing to build after the tests; linked against this machine's glibc): per-commit CI
+//! checks the packages that way. `--check` then checks each package ([`check`]): the glibc
+//! floor read from the binary, `--version` and `demo` run (aarch64 under qemu-user), the host's
+//! wheel and npm packages installed into fresh places with no Rust on PATH, with a gateway
+//! round trip and the guard's ladder from each, and the sdist's workspace (built from source by
+//! pip too, with `--pgo`).
 
 mod check;
 mod glibc;
 mod npm;
+mod parts;
+mod python_wheel;
 mod targets;
 mod wheel;
 
@@ -30,6 +37,7 @@ pub use wheel::path_with_first;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use parts::Parts;
 use targets::{ALL, Target};
 
 /// The most a wheel may weigh.
@@ -90,14 +98,17 @@ struct Plan {
     targets: Vec<Target>,
     check: bool,
     pgo: bool,
-    /// The Cargo profile the binaries are built with: `dist`, or `dist-check` with `--quick`.
+    /// This machine's packages from the test build.
+    quick: bool,
+    /// The Cargo profile the native files are built with: `dist`, or `dist-check` with
+    /// `--unoptimised`.
     profile: &'static str,
 }
 
 fn plan(flags: &[String], host: &str) -> Result<Plan, String> {
     let mut targets = Vec::new();
     let mut flags_left = flags.iter();
-    let (mut check, mut pgo, mut quick) = (false, false, false);
+    let (mut check, mut pgo, mut quick, mut unoptimised) = (false, false, false, false);
     while let Some(flag) = flags_left.next() {
         match flag.as_str() {
             "--target" => {
@@ -108,23 +119,25 @@ fn plan(flags: &[String], host: &str) -> Result<Plan, String> {
             "--check" => check = true,
             "--pgo" => pgo = true,
             "--quick" => quick = true,
+            "--unoptimised" => unoptimised = true,
             other => {
                 return Err(format!(
-                    "unknown flag `{other}` (dist [--target T]... [--all-targets] [--check] [--pgo | --quick])"
+                    "unknown flag `{other}` (dist [--target T]... [--all-targets] [--check] [--pgo | --unoptimised | --quick])"
                 ));
             }
         }
+    }
+    if [pgo, quick, unoptimised].iter().filter(|f| **f).count() > 1 {
+        return Err("--pgo, --unoptimised and --quick are three different builds: choose one".into());
+    }
+    if quick && targets.iter().any(|t| t.triple != host) {
+        return Err("--quick packs this machine's test build: it takes no other target".into());
     }
     if targets.is_empty() {
         targets.push(Target::named(host).map_err(|e| format!("this machine: {e}; name one with --target"))?);
     }
     targets.dedup_by_key(|t| t.triple);
-    if quick && pgo {
-        return Err(
-            "--quick and --pgo contradict each other: the profile-guided build is the published one".into()
-        );
-    }
-    Ok(Plan { targets, check, pgo, profile: if quick { "dist-check" } else { "dist" } })
+    Ok(Plan { targets, check, pgo, quick, profile: if unoptimised { "dist-check" } else { "dist" } })
 }
 
 /// `cargo xtask dist`: the packages of every target asked for, then (`--check`) each one
@@ -137,13 +150,17 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     let mut natives = Vec::new();
     for target in &plan.targets {
         let started = std::time::Instant::now();
-        let (wheel, binary) = if plan.pgo && target.triple == host {
-            let (portable, native) = pgo_build(&version, target)?;
+        let cpu = target.triple.split('-').next().unwrap_or_default();
+        let (parts, platform) = if plan.quick {
+            (parts::from_tests()?, format!("linux_{cpu}"))
+        } else if plan.pgo && target.triple == host {
+            let (parts, native) = pgo_build(&version, target)?;
             natives.extend(native);
-            portable
+            (parts, wheel::platform_tag(target))
         } else {
-            wheel::build(&version, target, plan.profile, Path::new("target"), &[])?
+            (native_parts(target, plan.profile, &[])?, wheel::platform_tag(target))
         };
+        let wheel = python_wheel::pack(&version, &parts, &platform)?;
         let size = wheel.metadata().map_err(|e| e.to_string())?.len();
         println!(
             "wheel: {} ({:.1} MB; limit {} MB; built in {:.0} s)",
@@ -152,12 +169,12 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
             WHEEL_LIMIT >> 20,
             started.elapsed().as_secs_f64()
         );
-        // The limit is the published wheel's: the quick build is not optimised for size.
-        if size > WHEEL_LIMIT && plan.profile == "dist" {
+        // The limit is the published wheel's: the other builds are not optimised for size.
+        if size > WHEEL_LIMIT && plan.profile == "dist" && !plan.quick {
             return Err(format!("the wheel weighs {size} bytes, over {WHEEL_LIMIT}"));
         }
-        let tarball = npm::platform_package(&version, target, &binary)?;
-        built.push((*target, wheel, binary, tarball));
+        let tarball = npm::platform_package(&version, target, &parts)?;
+        built.push((*target, wheel, parts, tarball));
     }
     let wrapper = npm::wrapper_package(&version)?;
     let sdist = wheel::sdist(&version)?;
@@ -165,8 +182,14 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     if !plan.check {
         return Ok(());
     }
-    for (target, wheel, binary, tarball) in &built {
-        check::binary(target, binary, &host)?;
+    for (target, wheel, parts, tarball) in &built {
+        // The quick build is linked against this machine's glibc, not 2.17's.
+        let floor = (target.libc == targets::Libc::Glibc && !plan.quick).then_some(targets::GLIBC_FLOOR);
+        if let Some(floor) = floor {
+            glibc::check_floor(&parts.module, floor)?;
+            glibc::check_floor(&parts.addon, floor)?;
+        }
+        check::binary(target, &parts.binary, &host, floor)?;
         if target.installs_here(&host) {
             check::wheel(wheel)?;
             check::npm(&[tarball.clone(), wrapper.clone()])?;
@@ -181,28 +204,60 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The host's wheel with its binary optimised with a profile of the gateway at work (PGO,
-/// then BOLT where the machine has it; see [`crate::pgo`]).
+/// The Rust standard library for `target`, added with rustup when this toolchain lacks it.
+fn std_for(target: &Target) -> Result<(), String> {
+    let listed = Command::new("rustup").args(["target", "list", "--installed"]).output();
+    let installed =
+        listed.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l == target.triple));
+    if installed {
+        return Ok(());
+    }
+    run(Command::new("rustup").args(["target", "add", target.triple]))
+        .map_err(|e| format!("{e}: building for {} needs its standard library", target.triple))
+}
+
+/// `target`'s three native files built through zig with Cargo profile `profile` in `target/`,
+/// the binary with `env` added.
+fn native_parts(target: &Target, profile: &str, env: &[(&'static str, String)]) -> Result<Parts, String> {
+    std_for(target)?;
+    let binary = wheel::build(target, profile, Path::new("target"), env)?;
+    Ok(Parts {
+        binary,
+        module: parts::module(target, profile, Path::new("target"))?,
+        addon: parts::addon(target, profile, Path::new("target"))?,
+    })
+}
+
+/// The host's native files with the binary optimised with a profile of the gateway at work (PGO,
+/// then BOLT where the machine has it; see [`crate::pgo`]); the module and the addon are built as
+/// for any target.
 ///
 /// zig's linker cannot keep a binary's relocations (`--emit-relocs`), which BOLT needs to move
-/// whole functions, so there are two builds from one profile: the manylinux2014 wheel and the npm
-/// package, linked through zig against glibc 2.17, with PGO; and, where the machine has BOLT, a
-/// second wheel linked natively and rewritten by BOLT, tagged for the build machine's glibc, which
-/// pip prefers wherever that glibc is present. The first build's wheel and binary, and the second's
-/// wheel, binary and glibc floor.
-fn pgo_build(version: &str, target: &Target) -> Result<((PathBuf, PathBuf), Option<NativeWheel>), String> {
+/// whole functions, so the binary is built twice from one profile: for the manylinux2014 wheel and
+/// the npm package, linked through zig against glibc 2.17, with PGO; and, where the machine has
+/// BOLT, linked natively and rewritten by BOLT, into a second wheel tagged for the build machine's
+/// glibc, which pip prefers wherever that glibc is present. The first build's parts, and the second
+/// wheel, its binary and its glibc floor.
+fn pgo_build(version: &str, target: &Target) -> Result<(Parts, Option<NativeWheel>), String> {
     let tool = crate::pgo::llvm_profdata()?;
     let bolt = crate::bolt::find_or_say();
     let profdata = crate::pgo::profile(&tool)?;
     let portable = crate::pgo::build_env(&profdata, false);
-    let zig = wheel::build(version, target, "dist", &crate::pgo::optimised_dir(), &portable)?;
-    let Some(bolt) = bolt else { return Ok((zig, None)) };
+    let binary = wheel::build(target, "dist", &crate::pgo::optimised_dir(), &portable)?;
+    let parts = Parts {
+        binary,
+        module: parts::module(target, "dist", Path::new("target"))?,
+        addon: parts::addon(target, "dist", Path::new("target"))?,
+    };
+    let Some(bolt) = bolt else { return Ok((parts, None)) };
     let relinkable = crate::pgo::build_env(&profdata, true);
     let native_dir = crate::pgo::dir().join("optimised-native");
-    let (wheel, binary, floor) = wheel::build_native(version, &native_dir, &relinkable)?;
+    let (binary, floor) = wheel::build_native(&native_dir, &relinkable)?;
     let binary = crate::bolt::optimise(&bolt, &binary)?;
-    wheel::replace_binary(&wheel, &binary)?;
-    Ok((zig, Some((wheel, binary, floor))))
+    let cpu = target.triple.split('-').next().unwrap_or_default();
+    let native = Parts { binary: binary.clone(), ..parts.clone() };
+    let wheel = python_wheel::pack(version, &native, &format!("manylinux_{}_{}_{cpu}", floor.0, floor.1))?;
+    Ok((parts, Some((wheel, binary, floor))))
 }
 
 /// A natively linked wheel: its path, its binary's, and the glibc version its tag promises.
@@ -215,7 +270,8 @@ pub fn publish_packages(version: &str, publish: bool) -> Result<(), String> {
         let mut found = wheel::listed(dir);
         found.retain(|p| {
             let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            name.ends_with(suffix) && name.contains(version)
+            // A `--quick` wheel (tagged `linux_<cpu>`: this machine's test build) is never published.
+            name.ends_with(suffix) && name.contains(version) && !name.contains("-linux_")
         });
         found.sort_by_key(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("looprail-")));
         found
@@ -254,10 +310,20 @@ mod tests {
         let host = "x86_64-unknown-linux-gnu";
         let default = plan(&[], host).unwrap();
         assert_eq!(default.targets.len(), 1);
-        assert_eq!((default.profile, default.check, default.pgo), ("dist", false, false));
-        let all = plan(&flags("--all-targets --check --quick"), host).unwrap();
+        assert_eq!(
+            (default.profile, default.check, default.pgo, default.quick),
+            ("dist", false, false, false)
+        );
+        let all = plan(&flags("--all-targets --check --unoptimised"), host).unwrap();
         assert_eq!(all.targets.len(), 4);
         assert_eq!(all.profile, "dist-check");
+        let quick = plan(&flags("--check --quick"), host).unwrap();
+        assert!(quick.quick && quick.targets.len() == 1 && quick.targets[0].triple == host);
+        assert!(
+            plan(&flags("--quick --all-targets"), host).is_err(),
+            "the test build is this machine's only"
+        );
+        assert!(plan(&flags("--quick --unoptimised"), host).is_err());
         let two =
             plan(&flags("--target aarch64-unknown-linux-musl --target x86_64-unknown-linux-musl"), host)
                 .unwrap();

@@ -1,6 +1,8 @@
-//! The Python packages: a wheel per target (maturin, `bindings = "bin"`, from
-//! crates/cli/pyproject.toml, linked through zig for the target's platform policy) and the
-//! sdist, from which pip builds on any other platform where Rust is installed.
+//! maturin's part of the Python packages: the tools' venv (maturin, wheel, zig), the `looprail`
+//! binary built for a target (maturin, `bindings = "bin"`, from crates/cli/pyproject.toml,
+//! linked through zig for the target's platform policy; [`super::python_wheel`] then puts it
+//! with the Python module into the published wheel), and the sdist, from which pip builds the
+//! command on any other platform where Rust is installed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,93 +19,86 @@ const ZIG: &str = "ziglang==0.13.0";
 /// Where the Python packages are written.
 pub const OUT: &str = "target/wheels";
 
+/// The tools' venv under `target/dist/`.
+const VENV: &str = "target/dist/venv";
+
+/// The venv's Python.
+pub fn venv_python() -> PathBuf {
+    Path::new(VENV).join("bin/python")
+}
+
 /// A venv under `target/dist/` with maturin, wheel and zig; maturin's path.
 pub fn maturin() -> Result<PathBuf, String> {
-    let venv = Path::new("target/dist/venv");
+    ensure_tool(&[MATURIN, WHEEL, ZIG].join(" "))?;
+    Ok(Path::new(VENV).join("bin/maturin"))
+}
+
+/// The tools' venv with `requirements` (pip's, space-separated) installed; each set is
+/// installed once (a stamp file per set remembers it).
+pub fn ensure_tool(requirements: &str) -> Result<(), String> {
+    let venv = Path::new(VENV);
     if !venv.join("bin/python").exists() {
         run(Command::new("python3").args(["-m", "venv"]).arg(venv))?;
     }
-    let stamp = venv.join("looprail-tools");
-    let wanted = [MATURIN, WHEEL, ZIG].join(" ");
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-        run(Command::new(venv.join("bin/pip")).args([
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            MATURIN,
-            WHEEL,
-            ZIG,
-        ]))?;
-        std::fs::write(&stamp, &wanted).map_err(|e| e.to_string())?;
+    let stamp = venv.join(format!("looprail-tools-{}", requirements.replace([' ', '=', '<', '>'], "_")));
+    if !stamp.exists() {
+        run(Command::new(venv.join("bin/pip"))
+            .args(["install", "-q", "--disable-pip-version-check"])
+            .args(requirements.split(' ')))?;
+        std::fs::write(&stamp, requirements).map_err(|e| e.to_string())?;
     }
-    Ok(venv.join("bin/maturin"))
+    Ok(())
 }
+
+/// Where maturin writes the command-only wheels the published ones are assembled from.
+const PARTS: &str = "target/dist/cli-wheels";
 
 /// The wheel file name's platform part for `target`: `manylinux2014_x86_64`,
 /// `musllinux_1_2_aarch64`.
-fn platform_tag(target: &Target) -> String {
+pub fn platform_tag(target: &Target) -> String {
     let cpu = target.triple.split('-').next().unwrap_or_default();
     format!("{}_{cpu}", target.wheel_policy)
 }
 
-/// Builds `target`'s wheel with Cargo profile `profile` (`dist`, or the quicker `dist-check`) in
-/// `target_dir`, with `env` added (the profile-guided build's flags); the wheel's path and the
-/// binary's.
+/// Builds the `looprail` binary for `target` with maturin (zig; the target's platform policy
+/// checked) and Cargo profile `profile` (`dist`, or the quicker `dist-check`) in `target_dir`,
+/// with `env` added (the profile-guided build's flags); the binary's path.
 pub fn build(
-    version: &str,
     target: &Target,
     profile: &str,
     target_dir: &Path,
     env: &[(&'static str, String)],
-) -> Result<(PathBuf, PathBuf), String> {
-    let tag = platform_tag(target);
-    let ours = |p: &Path| {
-        let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        name.starts_with(&format!("looprail-{version}-")) && name.ends_with(".whl") && name.contains(&tag)
-    };
-    for old in listed(OUT).into_iter().filter(|p| ours(p)) {
-        let _ = std::fs::remove_file(old);
-    }
+) -> Result<PathBuf, String> {
+    let _ = std::fs::remove_dir_all(PARTS);
     let maturin = maturin()?;
     let mut build = Command::new(&maturin);
     build
-        .args(["build", "-m", "crates/cli/Cargo.toml", "--out", OUT, "--zig"])
+        .args(["build", "-m", "crates/cli/Cargo.toml", "--out", PARTS, "--zig"])
         // maturin finds zig through the Python on PATH (`python -m ziglang`): the venv's first.
         .env("PATH", venv_first_path(&maturin)?)
         .args(["--target", target.triple, "--compatibility", target.wheel_policy, "--profile", profile])
         .env("CARGO_TARGET_DIR", target_dir)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     run(&mut build)?;
-    let wheel =
-        listed(OUT).into_iter().find(|p| ours(p)).ok_or_else(|| format!("maturin wrote no {tag} wheel"))?;
-    Ok((wheel, target_dir.join(target.triple).join(profile).join("looprail")))
+    Ok(target_dir.join(target.triple).join(profile).join("looprail"))
 }
 
-/// Builds this machine's wheel linked natively (no zig: the build machine's glibc) with the
-/// `dist` profile in `target_dir` and `env` added, tagged by maturin for the glibc its binary
-/// needs: the wheel's path, the binary's, and that glibc version (from the tag).
+/// Builds this machine's `looprail` binary linked natively (no zig: the build machine's glibc)
+/// with the `dist` profile in `target_dir` and `env` added: the binary's path and the glibc
+/// version it needs, as maturin reads it for the wheel's tag (`manylinux_2_X`).
 pub fn build_native(
-    version: &str,
     target_dir: &Path,
     env: &[(&'static str, String)],
-) -> Result<(PathBuf, PathBuf, (u32, u32)), String> {
-    let before: Vec<PathBuf> = listed(OUT);
+) -> Result<(PathBuf, (u32, u32)), String> {
+    let _ = std::fs::remove_dir_all(PARTS);
     let maturin = maturin()?;
     run(Command::new(&maturin)
-        .args(["build", "-m", "crates/cli/Cargo.toml", "--out", OUT, "--profile", "dist"])
+        .args(["build", "-m", "crates/cli/Cargo.toml", "--out", PARTS, "--profile", "dist"])
         .env("CARGO_TARGET_DIR", target_dir)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str()))))?;
-    let prefix = format!("looprail-{version}-");
-    let wheel = listed(OUT)
+    let wheel = listed(PARTS)
         .into_iter()
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            name.starts_with(&prefix)
-                && name.ends_with(".whl")
-                && name.contains("manylinux_2_")
-                && !name.contains("manylinux2014")
-        })
-        .max_by_key(|p| (!before.contains(p), p.metadata().and_then(|m| m.modified()).ok()))
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains("manylinux_2_")))
         .ok_or("maturin wrote no natively tagged wheel")?;
     let name = wheel.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let floor = name
@@ -114,11 +109,11 @@ pub fn build_native(
             Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
         })
         .ok_or_else(|| format!("no glibc version in the tag of {name}"))?;
-    Ok((wheel, target_dir.join("dist/looprail"), floor))
+    Ok((target_dir.join("dist/looprail"), floor))
 }
 
 /// PATH with the directory of the venv's tools (`maturin`'s) first.
-fn venv_first_path(maturin: &Path) -> Result<std::ffi::OsString, String> {
+pub fn venv_first_path(maturin: &Path) -> Result<std::ffi::OsString, String> {
     let bin = std::fs::canonicalize(maturin.parent().ok_or("maturin has no directory")?)
         .map_err(|e| e.to_string())?;
     path_with_first(&bin)
@@ -144,30 +139,4 @@ pub fn listed(dir: &str) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default()
-}
-
-/// The wheel at `wheel` with its `looprail` replaced by `binary` (the one BOLT rewrote after
-/// maturin built it), repacked by the `wheel` tool so its RECORD lists the new file's hash.
-pub fn replace_binary(wheel: &Path, binary: &Path) -> Result<(), String> {
-    let python = Path::new("target/dist/venv/bin/python");
-    let unpacked = Path::new("target/dist/unpacked");
-    let _ = std::fs::remove_dir_all(unpacked);
-    run(Command::new(python).args(["-m", "wheel", "unpack", "-d"]).arg(unpacked).arg(wheel))?;
-    let tree = std::fs::read_dir(unpacked)
-        .map_err(|e| format!("{}: {e}", unpacked.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .ok_or("the wheel unpacked to nothing")?;
-    let scripts = std::fs::read_dir(&tree)
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .map(|e| e.path().join("scripts/looprail"))
-        .find(|p| p.is_file())
-        .ok_or("the wheel carries no scripts/looprail")?;
-    std::fs::copy(binary, &scripts).map_err(|e| format!("{}: {e}", scripts.display()))?;
-    let out = wheel.parent().ok_or("the wheel has no directory")?;
-    run(Command::new(python).args(["-m", "wheel", "pack", "-d"]).arg(out).arg(&tree))?;
-    let _ = std::fs::remove_dir_all(unpacked);
-    Ok(())
 }

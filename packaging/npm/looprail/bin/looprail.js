@@ -6,33 +6,11 @@
 const { spawn } = require("node:child_process");
 const path = require("node:path");
 
-// On Linux the binary comes linked against glibc or, statically, against musl (Alpine and
-// other slim images). The one for this machine's C library is tried first; the static musl
-// build runs on a glibc system too, so it is the fallback there.
-function candidates() {
-  if (process.platform !== "linux") return [`${process.platform}-${process.arch}`];
-  const report = typeof process.report?.getReport === "function" ? process.report.getReport() : null;
-  const glibc = Boolean(report?.header?.glibcVersionRuntime);
-  const base = `linux-${process.arch}`;
-  return glibc ? [base, `${base}-musl`] : [`${base}-musl`];
-}
+const platform = require("../platform.js");
 
-const exe = process.platform === "win32" ? "looprail.exe" : "looprail";
-let binary;
-for (const platform of candidates()) {
-  try {
-    const manifest = require.resolve(`@looprail/cli-${platform}/package.json`);
-    binary = path.join(path.dirname(manifest), "bin", exe);
-    break;
-  } catch {
-    // not installed: try the next one
-  }
-}
+const binary = platform.file(path.join("bin", process.platform === "win32" ? "looprail.exe" : "looprail"));
 if (!binary) {
-  const wanted = candidates().map((p) => `@looprail/cli-${p}`).join(" or ");
-  console.error(`looprail: no build for ${process.platform} ${process.arch} (${wanted} is not installed); ` +
-    "packages exist for Linux x86_64 and aarch64, glibc and musl: install with optional dependencies on, " +
-    "or build from source with `cargo install looprail-cli` (Rust 1.94 or newer)");
+  console.error(`looprail: ${platform.missing()}`);
   process.exit(1);
 }
 // Started asynchronously so that a signal sent to this process (a process manager's SIGTERM,

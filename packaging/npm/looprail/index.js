@@ -3,7 +3,19 @@
 // crates/node) keeps each guard by a numeric handle, takes primitive arguments and answers
 // `allow` with nothing: a call crosses into Rust for as little as it can. This wrapper gives the
 // API of index.d.ts and frees a guard's native side when the guard is collected.
-const native = require('./looprail.node');
+const native = loadAddon();
+
+// The addon beside this file (a package laid out from a source build), else the one in this
+// machine's platform package (the published layout).
+function loadAddon() {
+  const fs = require('node:fs');
+  const local = require('node:path').join(__dirname, 'looprail.node');
+  if (fs.existsSync(local)) return require(local);
+  const platform = require('./platform.js');
+  const addon = platform.file('looprail.node', true);
+  if (!addon) throw new Error(`looprail: ${platform.missing()}`);
+  return require(addon);
+}
 
 const ALLOW = Object.freeze({ action: 'allow', message: '', reason: '' });
 const released = new FinalizationRegistry((handle) => native.release(handle));
