@@ -93,47 +93,6 @@ fn load_config(options: Option<GuardOptions>) -> Result<LooprailConfig> {
     loaded.map_err(|e| bad(format!("config: {e}")))
 }
 
-fn arguments_text(value: serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(text) => text,
-        other => other.to_string(),
-    }
-}
-
-/// The parts of a model reply, as the JavaScript wrapper sends them: one JSON text (one
-/// crossing, whatever the number of calls).
-#[derive(serde::Deserialize)]
-struct ReplyText {
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    calls: Vec<CallText>,
-    #[serde(default)]
-    usage: Option<UsageText>,
-    #[serde(default)]
-    model: Option<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct CallText {
-    id: String,
-    name: String,
-    arguments: serde_json::Value,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct UsageText {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    cache_read_tokens: u64,
-    #[serde(default)]
-    cache_write_tokens: u64,
-}
-
 /// `allow` is the common answer: it crosses as `undefined` (the wrapper has one shared object
 /// for it); the others as objects.
 fn answer(verdict: NativeVerdict) -> Option<Verdict> {
@@ -217,23 +176,48 @@ pub fn stream_text(handle: u32, delta: String) -> Result<bool> {
     with(handle, |g| g.stream_text(&delta))
 }
 
-/// The model's reply, as JSON text (`{text, calls: [{id, name, arguments}], usage, model}`).
+/// A token count as JavaScript sends it (a double): a whole number from 0 up.
+fn count(value: f64, what: &str) -> Result<u64> {
+    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= u64::MAX as f64 {
+        Ok(value as u64)
+    } else {
+        Err(bad(format!("usage.{what} is a whole number of tokens, not {value}")))
+    }
+}
+
+/// The model's reply: its calls flat, `[id, name, arguments, id, name, arguments, …]`
+/// (arguments as JSON text), its text, the model's name, and its usage as `[input, output,
+/// cacheRead, cacheWrite]` tokens. Strings and an array of them cross into Rust for far less
+/// than one JSON text the wrapper would have to write and this side to parse.
 #[napi]
-pub fn model_response(handle: u32, reply: String, now_ms: f64) -> Result<Option<Verdict>> {
-    let reply: ReplyText = serde_json::from_str(&reply).map_err(|e| bad(format!("a model reply: {e}")))?;
-    let usage = reply.usage.map(|u| NativeUsage {
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
-        cache_read_tokens: u.cache_read_tokens,
-        cache_write_tokens: u.cache_write_tokens,
-        estimated_tokens: 0,
-    });
-    let calls = reply
-        .calls
-        .into_iter()
-        .map(|c| Call { id: c.id, name: c.name, arguments: arguments_text(c.arguments) })
-        .collect();
-    let reply = Reply { text: reply.text, calls, usage, model: reply.model.unwrap_or_default() };
+pub fn model_response(
+    handle: u32,
+    now_ms: f64,
+    calls: Vec<String>,
+    text: Option<String>,
+    model: Option<String>,
+    usage: Option<Vec<f64>>,
+) -> Result<Option<Verdict>> {
+    if calls.len() % 3 != 0 {
+        return Err(bad("a reply's calls cross as [id, name, arguments] triples"));
+    }
+    let mut fields = calls.into_iter();
+    let mut calls = Vec::with_capacity(fields.len() / 3);
+    while let (Some(id), Some(name), Some(arguments)) = (fields.next(), fields.next(), fields.next()) {
+        calls.push(Call { id, name, arguments });
+    }
+    let usage = match usage.as_deref() {
+        None => None,
+        Some(&[input, output, read, write]) => Some(NativeUsage {
+            input_tokens: count(input, "inputTokens")?,
+            output_tokens: count(output, "outputTokens")?,
+            cache_read_tokens: count(read, "cacheReadTokens")?,
+            cache_write_tokens: count(write, "cacheWriteTokens")?,
+            estimated_tokens: 0,
+        }),
+        Some(_) => return Err(bad("usage crosses as [input, output, cacheRead, cacheWrite]")),
+    };
+    let reply = Reply { text, calls, usage, model: model.unwrap_or_default() };
     with(handle, |g| answer(g.model_response(&reply, ms(now_ms))))
 }
 

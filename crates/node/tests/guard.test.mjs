@@ -50,7 +50,12 @@ test('bad input is refused with one line and loses nothing', () => {
   assert.throws(() => new Guard({ config: { guardrails: { no_such_setting: 1 } } }), /config/);
   const guard = new Guard();
   assert.throws(() => guard.modelResponse({ calls: [{ id: 'c1' }] }));
+  assert.throws(() => guard.modelResponse({ calls: [], usage: { inputTokens: -5 } }), /whole number of tokens/);
+  assert.throws(() => guard.modelResponse({ calls: [], usage: { outputTokens: 1.5 } }), /whole number of tokens/);
+  assert.throws(() => guard.modelResponse({ calls: [], text: 42 }));
   assert.equal(guard.beforeModel().action, 'allow');
+  // A refused reply counted nothing: the guard still knows no tokens and no call.
+  assert.deepEqual(guard.takeEvents(), []);
 });
 
 function looper({ distinct = false, limit = 1000 } = {}) {

@@ -60,9 +60,26 @@ class Guard {
   modelResponse(reply, nowMs) {
     if (reply === null || typeof reply !== 'object') throw new TypeError('modelResponse takes a reply object');
     const calls = reply.calls || [];
-    calls.forEach(checkCall);
-    this.calls = new Map(calls.map((call, index) => [call.id, index]));
-    return native.modelResponse(this.handle, JSON.stringify(reply), time(nowMs)) || ALLOW;
+    // The calls cross flat ([id, name, arguments, ...]): no JSON to write here and parse there.
+    const flat = new Array(calls.length * 3);
+    const byId = new Map();
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i];
+      checkCall(call);
+      flat[3 * i] = call.id;
+      flat[3 * i + 1] = call.name;
+      flat[3 * i + 2] = json(call.arguments);
+      byId.set(call.id, i);
+    }
+    const usage = reply.usage;
+    const counts = usage == null ? undefined : [
+      usage.inputTokens ?? 0, usage.outputTokens ?? 0, usage.cacheReadTokens ?? 0, usage.cacheWriteTokens ?? 0,
+    ];
+    const text = reply.text == null ? undefined : reply.text;
+    const model = reply.model == null ? undefined : reply.model;
+    const verdict = native.modelResponse(this.handle, time(nowMs), flat, text, model, counts);
+    this.calls = byId;
+    return verdict || ALLOW;
   }
 
   beforeTool(call) {
