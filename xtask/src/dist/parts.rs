@@ -78,7 +78,7 @@ pub fn from_tests() -> Result<Parts, String> {
 pub fn module(target: &Target, profile: &str, target_dir: &Path) -> Result<PathBuf, String> {
     let out = Path::new("target/dist/module").join(target.triple);
     let _ = std::fs::remove_dir_all(&out);
-    let maturin = wheel::maturin()?;
+    let maturin = wheel::maturin_with_zig()?;
     run(Command::new(&maturin)
         .args(["build", "-m", "crates/python/Cargo.toml", "--zig", "--out"])
         .arg(&out)
@@ -104,7 +104,7 @@ pub fn module(target: &Target, profile: &str, target_dir: &Path) -> Result<PathB
 /// `target_dir` (a musl addon is a shared library and so links the C library dynamically, unlike
 /// the static musl command: the two builds' flags differ).
 pub fn addon(target: &Target, profile: &str, target_dir: &Path) -> Result<PathBuf, String> {
-    let maturin = wheel::maturin()?;
+    let maturin = wheel::maturin_with_zig()?;
     let venv = maturin.parent().ok_or("maturin has no directory")?;
     wheel::ensure_tool(CARGO_ZIGBUILD)?;
     let dir = target_dir.join("addon");

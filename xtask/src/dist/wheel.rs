@@ -27,8 +27,14 @@ pub fn venv_python() -> PathBuf {
     Path::new(VENV).join("bin/python")
 }
 
-/// A venv under `target/dist/` with maturin, wheel and zig; maturin's path.
+/// A venv under `target/dist/` with maturin and wheel; maturin's path.
 pub fn maturin() -> Result<PathBuf, String> {
+    ensure_tool(&[MATURIN, WHEEL].join(" "))?;
+    Ok(Path::new(VENV).join("bin/maturin"))
+}
+
+/// The same venv with zig too, for the builds through zig; maturin's path.
+pub fn maturin_with_zig() -> Result<PathBuf, String> {
     ensure_tool(&[MATURIN, WHEEL, ZIG].join(" "))?;
     Ok(Path::new(VENV).join("bin/maturin"))
 }
@@ -70,7 +76,7 @@ pub fn build(
     env: &[(&'static str, String)],
 ) -> Result<PathBuf, String> {
     let _ = std::fs::remove_dir_all(PARTS);
-    let maturin = maturin()?;
+    let maturin = maturin_with_zig()?;
     let mut build = Command::new(&maturin);
     build
         .args(["build", "-m", "crates/cli/Cargo.toml", "--out", PARTS, "--zig"])
