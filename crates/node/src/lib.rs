@@ -198,7 +198,7 @@ pub fn model_response(
     model: Option<String>,
     usage: Option<Vec<f64>>,
 ) -> Result<Option<Verdict>> {
-    if calls.len() % 3 != 0 {
+    if !calls.len().is_multiple_of(3) {
         return Err(bad("a reply's calls cross as [id, name, arguments] triples"));
     }
     let mut fields = calls.into_iter();
