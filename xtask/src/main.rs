@@ -220,7 +220,7 @@ fn docs() -> Result<(), String> {
         println!("wrote {path}");
     }
     // The command reference, from the binary's own --help (crates/cli/tests/cli_reference.rs).
-    cargo(&["test", "-q", "-p", "looprail-cli", "--test", "cli_reference"], &[("SNAPSHOTS", "overwrite")])?;
+    cargo(&["test", "-q", "-p", "looprail-cli", "--test", "cli", "cli_reference::"], &[("SNAPSHOTS", "overwrite")])?;
     println!("wrote docs/reference/cli.md");
     // The config reference, from the defaults (crates/looprail/tests/config_reference.rs).
     cargo(&["test", "-q", "-p", "looprail", "--test", "config_reference"], &[("SNAPSHOTS", "overwrite")])?;
@@ -242,7 +242,7 @@ fn chaos() -> Result<(), String> {
         knob("LOOPRAIL_CHAOS_KILL_MS", "3000"),
     );
     cargo(
-        &["test", "--release", "-p", "looprail-cli", "--test", "chaos", "--", "--nocapture"],
+        &["test", "--release", "-p", "looprail-cli", "--test", "cli", "chaos::", "--", "--nocapture"],
         &[
             ("LOOPRAIL_CHAOS_RUNS", &runs),
             ("LOOPRAIL_CHAOS_LANES", &lanes),
