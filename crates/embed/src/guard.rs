@@ -7,16 +7,14 @@ use looprail::core::message::{Message, ToolCall, ToolResult};
 use looprail::core::provider::{ModelResponse, StopReason, Usage};
 use looprail::core::watch::{Degenerated, ReplyWatch, WatchReplies, inspect};
 use looprail::guardrails::DegenerateReplies;
+pub use looprail::guardrails::host_ladder::TAG;
+use looprail::guardrails::host_ladder::{AfterResult, BeforeCall, Heard, question};
 use looprail::guardrails::replay::{ErrorPatterns, ReplayEvent};
 use looprail::guardrails::session::{Actions, GuardSession};
-use looprail::guardrails::signature::CallSignature;
 use looprail::guardrails::{restored_stack, saved_states};
 
-use crate::saved::{Denial, Saved, SavedError, Stretch};
+use crate::saved::{Saved, SavedError, Stretch};
 use crate::verdict::{Action, Call, Reply, Verdict};
-
-/// Where every text looprail gives starts, so the model and the user know its source.
-pub const TAG: &str = "[looprail]";
 
 /// One agent's guard: the loop detectors with their escalation ladder, the budgets and time
 /// limits, the degenerate-reply watch. The host reports each step of its loop and does what
@@ -186,18 +184,11 @@ impl AgentGuard {
             let (_, text) = self.stretch.replaced.remove(at);
             return Verdict::with(Action::Deny, text, "");
         }
-        let signature = CallSignature::of(&call.name, &call.arguments).call;
-        let Some(denial) = self.stretch.deny.as_mut().filter(|d| d.call == signature) else {
-            return Verdict::allow();
-        };
-        // The ladder goes on as the call repeats: denied once, then the human asked, then the
-        // agent stopped.
-        denial.repeats += 1;
-        let reason = denial.reason.clone();
-        match denial.repeats {
-            1 => Verdict::with(Action::Deny, reason, ""),
-            2 if !self.stretch.asked => self.ask(question(&call.name)),
-            _ => {
+        match self.stretch.ladder.before_call(&call.name, &call.arguments) {
+            BeforeCall::Run => Verdict::allow(),
+            BeforeCall::Deny(reason) => Verdict::with(Action::Deny, reason, ""),
+            BeforeCall::Ask => self.ask(question(&call.name)),
+            BeforeCall::Stop => {
                 let why =
                     format!("{TAG} The agent kept repeating `{}` after it was told to stop.", call.name);
                 self.stop(why, "loop_detected:repeated_after_denial")
@@ -235,37 +226,24 @@ impl AgentGuard {
         }
         let directive = actions.escalated.as_deref() == Some("directive")
             || actions.events.iter().any(|e| e.level == "directive");
+        // What the guards say at this step; nudges said as the reply came ride along.
+        let heard = Heard { remark: !actions.inject.is_empty(), directive, ask: actions.ask_human };
         let mut texts = std::mem::take(&mut self.stretch.nudges);
         texts.extend(actions.inject.iter().filter_map(Message::joined_text).map(|t| format!("{TAG} {t}")));
-        // The human was asked and the guards see a loop again: hand back to the human.
-        if self.stretch.asked && (actions.ask_human || directive || !actions.inject.is_empty()) {
-            let why =
-                format!("{TAG} The agent is still looping around `{}` after the user was asked.", tool());
-            return self.stop(why, "loop_detected:after_ask");
-        }
-        if actions.ask_human {
-            self.stretch.nudges = texts;
-            let question = question(&tool());
-            return self.ask(question);
-        }
-        if directive && let Some(call) = call {
-            let reason = format!(
-                "{TAG} Denied: this exact `{}` call was already made and did not move the task \
-                 forward. Do something different, or say plainly what is blocking you.",
-                call.name
-            );
-            let signature = CallSignature::of(&call.name, &call.arguments).call;
-            self.stretch.deny = Some(Denial { call: signature, reason, repeats: 0 });
-        }
-        if texts.is_empty() {
-            // A call that drew no remark: the agent moved on from the denied one.
-            // (The call's signature is read only when a denial is pending: not on every result.)
-            if let (Some(call), Some(denial)) = (call, &self.stretch.deny)
-                && denial.call != CallSignature::of(&call.name, &call.arguments).call
-            {
-                self.stretch.deny = None;
+        match self.stretch.ladder.after_result(call.map(|c| (c.name.as_str(), c.arguments.as_str())), heard) {
+            // The human was asked and the guards see a loop again: hand back to the human.
+            AfterResult::StillLooping => {
+                let why =
+                    format!("{TAG} The agent is still looping around `{}` after the user was asked.", tool());
+                return self.stop(why, "loop_detected:after_ask");
             }
-            return Verdict::allow();
+            AfterResult::Ask => {
+                self.stretch.nudges = texts;
+                let question = question(&tool());
+                return self.ask(question);
+            }
+            AfterResult::Quiet if texts.is_empty() => return Verdict::allow(),
+            AfterResult::Quiet | AfterResult::Remark => {}
         }
         if call.is_none() && !self.calls.is_empty() && self.session.state().open.is_some() {
             // Said as the reply came: it goes with the reply's last result.
@@ -292,7 +270,7 @@ impl AgentGuard {
     /// The human is asked; their answer, whatever it is, restarts the ladder (a loop seen again
     /// after it stops the stretch).
     fn ask(&mut self, question: String) -> Verdict {
-        self.stretch.asked = true;
+        self.stretch.ladder.asked = true;
         self.session.restart_guards();
         Verdict::with(Action::Ask, question, "ask_human")
     }
@@ -302,12 +280,4 @@ impl AgentGuard {
         let counters = &self.session.state().counters;
         (counters.usage, counters.cost)
     }
-}
-
-/// What the human is asked when the agent seems stuck.
-fn question(tool: &str) -> String {
-    format!(
-        "{TAG} The agent appears to be stuck in a loop around `{tool}` (the same calls, nothing new \
-         learned). Let it go on?"
-    )
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use looprail::guardrails::host_ladder::HostLadder;
 use looprail::guardrails::session::SessionState;
 use serde::{Deserialize, Serialize};
 
@@ -25,26 +26,16 @@ pub enum SavedError {
     },
 }
 
-/// A call the ladder's directive named: the next identical one is denied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Denial {
-    pub(crate) call: u64,
-    pub(crate) reason: String,
-    pub(crate) repeats: u32,
-}
-
 /// What holds for the current stretch (since the user's last message) only.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Stretch {
-    /// The call to deny if it comes again.
-    #[serde(default)]
-    pub(crate) deny: Option<Denial>,
+    /// The ladder's later rungs: the call to deny if it comes again, whether the human was asked
+    /// (saved as the fields `deny` and `asked`).
+    #[serde(flatten)]
+    pub(crate) ladder: HostLadder,
     /// Calls of the last reply a guard replaced: their id and the text the model reads.
     #[serde(default)]
     pub(crate) replaced: Vec<(String, String)>,
-    /// The human was asked in this stretch.
-    #[serde(default)]
-    pub(crate) asked: bool,
     /// The stretch was stopped: every further call gets this verdict.
     #[serde(default)]
     pub(crate) stopped: Option<Verdict>,

@@ -9,6 +9,7 @@
 //! | consecutive identical steps stop the run | [`ConsecutiveSteps`] |
 //! | identical and pattern thrash in a window | [`ThrashWindow`] |
 //! | nudge → directive → forced `ask_human` | [`EscalationLadder`], driven by [`LoopGuard`] |
+//! | the ladder where a host can only answer calls: deny the repeat → ask → stop | [`host_ladder`] |
 //! | per-executor repeat counter, abort or hint | [`RepeatCounter`] |
 //! | consecutive errors → reflection | [`ErrorStreak`] |
 //! | canonical arguments, masked observations | [`signature`] |
@@ -66,6 +67,7 @@ mod detection;
 pub mod detectors;
 mod error_patterns;
 mod error_streak;
+pub mod host_ladder;
 #[cfg(feature = "proptest")]
 pub mod kit;
 mod ladder;

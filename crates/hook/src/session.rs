@@ -16,8 +16,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use looprail_guardrails::host_ladder::{AfterResult, BeforeCall, Heard, HostLadder, question};
+pub use looprail_guardrails::host_ladder::{Denial, TAG};
 use looprail_guardrails::replay::ErrorPatterns;
-use looprail_guardrails::signature::CallSignature;
 use looprail_guardrails::{GuardrailsConfig, restored_stack, saved_states};
 use looprail_loop_core::config::LoopConfig;
 use looprail_loop_core::event::Event;
@@ -29,21 +30,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::{Answer, EventKind, ToolOutput, ToolUse};
 
-/// Where every message looprail gives starts, so the model and the user know its source.
-pub const TAG: &str = "[looprail]";
-
-/// A call the ladder's directive named: the next identical one is denied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Denial {
-    /// The call's signature (tool and canonical arguments).
-    pub call: u64,
-    /// What the model reads when it is denied.
-    pub reason: String,
-    /// How many times the call came again since.
-    #[serde(default)]
-    pub repeats: u32,
-}
-
 /// What is kept of a session between hook events.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
@@ -53,15 +39,13 @@ pub struct SessionState {
     pub guards: BTreeMap<String, serde_json::Value>,
     /// When the session was first seen (ms since the epoch), for time limits.
     pub started_ms: i64,
-    /// The call to deny if it comes again.
-    #[serde(default)]
-    pub deny: Option<Denial>,
+    /// The ladder's later rungs: the call to deny if it comes again, whether the user was
+    /// asked in this stretch (saved as the fields `deny` and `asked`).
+    #[serde(flatten)]
+    pub ladder: HostLadder,
     /// The user is to be asked before the next call runs, with this question.
     #[serde(default)]
     pub ask: Option<String>,
-    /// The user was asked in this stretch.
-    #[serde(default)]
-    pub asked: bool,
     /// The stretch was stopped, for this reason: every further call is stopped too, until the
     /// user's next prompt.
     #[serde(default)]
@@ -131,9 +115,8 @@ impl Hook {
             stack.iter_mut().for_each(|g| g.on_user_turn());
             state.guards = saved_states(&stack);
         }
-        state.deny = None;
+        state.ladder = HostLadder::default();
         state.ask = None;
-        state.asked = false;
         state.stopped = None;
         state.todo_nudges = 0;
     }
@@ -156,18 +139,11 @@ impl Hook {
         if let Some(question) = state.ask.take() {
             return self.ask(state, question);
         }
-        let signature = CallSignature::of(&call.tool, &call.arguments).call;
-        let Some(denial) = state.deny.as_mut().filter(|d| d.call == signature) else {
-            return Answer::Allow;
-        };
-        // The ladder goes on as the call repeats: denied once, then the user asked, then the
-        // agent stopped. (A denied call never runs, so the guards learn nothing new from it.)
-        denial.repeats += 1;
-        let reason = denial.reason.clone();
-        match denial.repeats {
-            1 => Answer::Deny(reason),
-            2 if !state.asked => self.ask(state, question(&call.tool)),
-            _ => {
+        match state.ladder.before_call(&call.tool, &call.arguments) {
+            BeforeCall::Run => Answer::Allow,
+            BeforeCall::Deny(reason) => Answer::Deny(reason),
+            BeforeCall::Ask => self.ask(state, question(&call.tool)),
+            BeforeCall::Stop => {
                 let reason = format!(
                     "{TAG} The agent kept repeating `{}` after it was told to stop; stopped.",
                     call.tool
@@ -190,47 +166,33 @@ impl Hook {
         if let Some(reason) = said.stop {
             return self.stop(state, reason);
         }
-        // The user was asked and the guards see a loop again: hand back to the user.
-        if state.asked && (said.ask || said.directive || !said.texts.is_empty()) {
-            let reason = format!(
-                "{TAG} The agent is still looping around `{}` after the user was asked; stopped.",
-                call.tool
-            );
-            return self.stop(state, reason);
-        }
-        if said.ask {
-            state.ask = Some(question(&call.tool));
-            return Answer::Tell(format!(
-                "{TAG} You appear to be stuck in a loop around `{}`. Your next tool call needs the \
-                 user's approval: say what you tried, what happened, and what you need from them.",
-                call.tool
-            ));
-        }
-        if said.texts.is_empty() {
-            // A different call that drew no remark: the agent moved on from the denied one.
-            let signature = CallSignature::of(&call.tool, &call.arguments).call;
-            if state.deny.as_ref().is_some_and(|d| d.call != signature) {
-                state.deny = None;
+        let heard = Heard { remark: !said.texts.is_empty(), directive: said.directive, ask: said.ask };
+        match state.ladder.after_result(Some((&call.tool, &call.arguments)), heard) {
+            AfterResult::StillLooping => {
+                let reason = format!(
+                    "{TAG} The agent is still looping around `{}` after the user was asked; stopped.",
+                    call.tool
+                );
+                self.stop(state, reason)
             }
-            return Answer::Allow;
+            AfterResult::Ask => {
+                state.ask = Some(question(&call.tool));
+                Answer::Tell(format!(
+                    "{TAG} You appear to be stuck in a loop around `{}`. Your next tool call needs the \
+                     user's approval: say what you tried, what happened, and what you need from them.",
+                    call.tool
+                ))
+            }
+            AfterResult::Quiet => Answer::Allow,
+            AfterResult::Remark => Answer::Tell(said.texts.join("\n")),
         }
-        if said.directive {
-            let signature = CallSignature::of(&call.tool, &call.arguments).call;
-            let reason = format!(
-                "{TAG} Denied: this exact `{}` call was already made and did not move the task \
-                 forward. Do something different, or say plainly what is blocking you.",
-                call.tool
-            );
-            state.deny = Some(Denial { call: signature, reason, repeats: 0 });
-        }
-        Answer::Tell(said.texts.join("\n"))
     }
 
     /// The user's permission prompt: their answer, whatever it is, restarts the guards as a
     /// human's answer does in a run (the ladder from its first rung); a loop the guards see again
     /// after it stops the stretch.
     fn ask(&self, state: &mut SessionState, question: String) -> Answer {
-        state.asked = true;
+        state.ladder.asked = true;
         let mut stack = self.stack(state);
         stack.iter_mut().for_each(|g| g.on_user_turn());
         state.guards = saved_states(&stack);
@@ -324,14 +286,6 @@ impl Hook {
             }
         }
     }
-}
-
-/// What the user is asked when the agent seems stuck.
-fn question(tool: &str) -> String {
-    format!(
-        "{TAG} The agent appears to be stuck in a loop around `{tool}` (the same calls, nothing \
-         new learned). Let it go on?"
-    )
 }
 
 fn elapsed_ms(state: &SessionState, now_ms: i64) -> u64 {
