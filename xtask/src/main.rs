@@ -220,7 +220,10 @@ fn docs() -> Result<(), String> {
         println!("wrote {path}");
     }
     // The command reference, from the binary's own --help (crates/cli/tests/cli_reference.rs).
-    cargo(&["test", "-q", "-p", "looprail-cli", "--test", "cli", "cli_reference::"], &[("SNAPSHOTS", "overwrite")])?;
+    cargo(
+        &["test", "-q", "-p", "looprail-cli", "--test", "cli", "cli_reference::"],
+        &[("SNAPSHOTS", "overwrite")],
+    )?;
     println!("wrote docs/reference/cli.md");
     // The config reference, from the defaults (crates/looprail/tests/config_reference.rs).
     cargo(&["test", "-q", "-p", "looprail", "--test", "config_reference"], &[("SNAPSHOTS", "overwrite")])?;
