@@ -123,10 +123,8 @@ pub fn bench() -> Result<(), String> {
         let mut args = vec!["bench", "-p", package, "--bench", bench];
         args.extend_from_slice(extra);
         eprintln!("$ cargo {}", args.join(" "));
-        let output = Command::new(crate::cargo_bin())
-            .args(&args)
-            .output()
-            .map_err(|e| format!("cannot start cargo: {e}"))?;
+        let output =
+            crate::cargo_command().args(&args).output().map_err(|e| format!("cannot start cargo: {e}"))?;
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         print!("{text}");
         if !output.status.success() {

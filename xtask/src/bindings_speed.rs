@@ -54,7 +54,7 @@ pub fn bindings_speed() -> Result<usize, String> {
         &["-p", "looprail-embed", "--example", "guarded_calls"][..],
         &["-p", "looprail-python", "-p", "looprail-node"],
     ] {
-        let built = Command::new(crate::cargo_bin())
+        let built = crate::cargo_command()
             .args(["build", "--release", "-q"])
             .args(selection)
             .status()

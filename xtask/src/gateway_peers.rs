@@ -107,7 +107,7 @@ pub fn gateway_peers() -> Result<usize, String> {
         Ok(tool) => crate::pgo::optimised_binary(&tool)?,
         Err(why) => {
             eprintln!("pgo: skipped, measuring the release build without a profile: {why}");
-            let built = Command::new(crate::cargo_bin())
+            let built = crate::cargo_command()
                 .args(["build", "--release", "-q", "-p", "looprail-cli", "--bin", "looprail"])
                 .current_dir(&root)
                 .status()
@@ -118,12 +118,12 @@ pub fn gateway_peers() -> Result<usize, String> {
             (root.join("target/release/looprail"), "release profile, no PGO")
         }
     };
-    let mut bench = Command::new(crate::cargo_bin());
+    let mut bench = crate::cargo_command();
     bench.args(["bench", "-q", "-p", "looprail-gateway", "--bench", "peers"]).current_dir(&root);
     // The plain release build beside the packaged one, when they differ.
     let release = root.join("target/release/looprail");
     if looprail != release {
-        let built = Command::new(crate::cargo_bin())
+        let built = crate::cargo_command()
             .args(["build", "--release", "-q", "-p", "looprail-cli", "--bin", "looprail"])
             .current_dir(&root)
             .status()

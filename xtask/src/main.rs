@@ -44,7 +44,7 @@ use bench::{audit_speed, bench};
 
 fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     eprintln!("$ cargo {}", args.join(" "));
-    let mut command = Command::new(cargo_bin());
+    let mut command = cargo_command();
     command.args(args);
     for (key, value) in env {
         command.env(key, value);
@@ -64,6 +64,24 @@ fn ci() -> Result<(), String> {
 /// The cargo running this task (`$CARGO`), else the one on PATH.
 pub(crate) fn cargo_bin() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// A cargo command without the variables `cargo run` set for this task's own package
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...): build scripts that watch one of them (ring's
+/// watches `CARGO_MANIFEST_DIR`) would otherwise see it change and rebuild, with everything
+/// above them, what the same command run from a shell had just built.
+pub(crate) fn cargo_command() -> Command {
+    let mut command = Command::new(cargo_bin());
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_MANIFEST_")
+            || ["CARGO_CRATE_NAME", "CARGO_BIN_NAME", "CARGO_PRIMARY_PACKAGE"].contains(&key.as_ref())
+        {
+            command.env_remove(key.as_ref());
+        }
+    }
+    command
 }
 
 /// The crates in dependency order (each after everything it depends on), with their folders.

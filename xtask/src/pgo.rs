@@ -89,7 +89,7 @@ pub fn llvm_tool(name: &str) -> Result<PathBuf, String> {
 /// The peers benchmark's program built with the test profile; its path.
 fn training_driver() -> Result<PathBuf, String> {
     eprintln!("$ cargo test -p looprail-gateway --bench peers --no-run");
-    let out = Command::new(crate::cargo_bin())
+    let out = crate::cargo_command()
         .current_dir(root())
         .args(["test", "-q", "-p", "looprail-gateway", "--bench", "peers", "--no-run"])
         .arg("--message-format=json")
@@ -109,7 +109,7 @@ fn training_driver() -> Result<PathBuf, String> {
 /// `looprail` built with the `dist` profile into `target_dir` with `env` (see [`build_env`]);
 /// its path.
 fn build_looprail(target_dir: &Path, env: Vec<(&'static str, String)>) -> Result<PathBuf, String> {
-    run(Command::new(crate::cargo_bin())
+    run(crate::cargo_command()
         .current_dir(root())
         .args(["build", "-q", "--profile", "dist", "-p", "looprail-cli", "--bin", "looprail"])
         .env("CARGO_TARGET_DIR", target_dir)

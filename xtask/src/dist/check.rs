@@ -193,7 +193,7 @@ pub fn sdist(sdist: &Path, build: bool) -> Result<(), String> {
     };
     let lock = tree.join("Cargo.lock");
     let before = pinned(&std::fs::read_to_string(&lock).map_err(|e| format!("the sdist's Cargo.lock: {e}"))?);
-    let out = Command::new(crate::cargo_bin())
+    let out = crate::cargo_command()
         .args(["metadata", "--offline", "--format-version", "1", "--manifest-path"])
         .arg(tree.join("crates/cli/Cargo.toml"))
         .output()

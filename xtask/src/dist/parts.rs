@@ -35,7 +35,7 @@ pub struct Parts {
 /// environment as it is, which finds everything fresh right after the tests, and the files are
 /// read from cargo's report of it.
 pub fn from_tests() -> Result<Parts, String> {
-    let out = Command::new(crate::cargo_bin())
+    let out = crate::cargo_command()
         .args(["test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"])
         .stderr(Stdio::inherit())
         .output()
