@@ -36,18 +36,6 @@ fn median(values: &[f64]) -> f64 {
     sorted[sorted.len() / 2]
 }
 
-fn copy_dir(from: &str, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    for entry in std::fs::read_dir(from).map_err(|e| format!("{from}: {e}"))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.is_file() {
-            let name = path.file_name().unwrap_or_default();
-            std::fs::copy(&path, to.join(name)).map_err(|e| format!("{}: {e}", path.display()))?;
-        }
-    }
-    Ok(())
-}
-
 /// Runs the comparison; the number of missed targets.
 pub fn bindings_speed() -> Result<usize, String> {
     for selection in [
@@ -66,11 +54,11 @@ pub fn bindings_speed() -> Result<usize, String> {
     let out = PathBuf::from("target/bench/bindings");
     let _ = std::fs::remove_dir_all(&out);
     let python = out.join("python");
-    copy_dir("crates/python/python/looprail", &python.join("looprail"))?;
+    crate::copy_files(Path::new("crates/python/python/looprail"), &python.join("looprail"))?;
     std::fs::copy("target/release/lib_native.so", python.join("looprail/_native.abi3.so"))
         .map_err(|e| format!("target/release/lib_native.so: {e}"))?;
     let node = out.join("node/node_modules/looprail");
-    copy_dir("packaging/npm/looprail", &node)?;
+    crate::copy_files(Path::new("packaging/npm/looprail"), &node)?;
     std::fs::copy("target/release/liblooprail_node.so", node.join("looprail.node"))
         .map_err(|e| format!("target/release/liblooprail_node.so: {e}"))?;
     let script = out.join("node/guarded_calls.mjs");

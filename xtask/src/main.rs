@@ -66,6 +66,19 @@ pub(crate) fn cargo_bin() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
+/// The files (not the folders) of `from` copied into `to`, which is made if missing.
+pub(crate) fn copy_files(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for entry in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.is_file() {
+            let name = path.file_name().unwrap_or_default();
+            std::fs::copy(&path, to.join(name)).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// A cargo command without the variables `cargo run` set for this task's own package
 /// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...): build scripts that watch one of them (ring's
 /// watches `CARGO_MANIFEST_DIR`) would otherwise see it change and rebuild, with everything

@@ -53,8 +53,7 @@ pub fn binary(target: &Target, binary: &Path, host: &str, floor: Option<(u32, u3
 /// qemu-user for the target's CPU and, for a glibc target, the directory holding that CPU's
 /// glibc (Debian's `libc6-<arch>-cross`); installed with apt when missing and allowed.
 fn qemu(target: &Target) -> Result<(PathBuf, Option<PathBuf>), String> {
-    let cpu = target.triple.split('-').next().unwrap_or_default();
-    let (qemu_names, cross_package, sysroot) = match cpu {
+    let (qemu_names, cross_package, sysroot) = match target.cpu() {
         "aarch64" => (["qemu-aarch64-static", "qemu-aarch64"], "libc6-arm64-cross", "/usr/aarch64-linux-gnu"),
         other => return Err(format!("no qemu-user set up for {other}")),
     };

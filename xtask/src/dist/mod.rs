@@ -150,9 +150,8 @@ pub fn dist(flags: &[String]) -> Result<(), String> {
     let mut natives = Vec::new();
     for target in &plan.targets {
         let started = std::time::Instant::now();
-        let cpu = target.triple.split('-').next().unwrap_or_default();
         let (parts, platform) = if plan.quick {
-            (parts::from_tests()?, format!("linux_{cpu}"))
+            (parts::from_tests()?, format!("linux_{}", target.cpu()))
         } else if plan.pgo && target.triple == host {
             let (parts, native) = pgo_build(&version, target)?;
             natives.extend(native);
@@ -221,6 +220,12 @@ fn std_for(target: &Target) -> Result<(), String> {
 fn native_parts(target: &Target, profile: &str, env: &[(&'static str, String)]) -> Result<Parts, String> {
     std_for(target)?;
     let binary = wheel::build(target, profile, Path::new("target"), env)?;
+    with_libraries(target, profile, binary)
+}
+
+/// `binary` with the Python module and the Node addon built through zig for `target` with
+/// Cargo profile `profile` in `target/`.
+fn with_libraries(target: &Target, profile: &str, binary: PathBuf) -> Result<Parts, String> {
     Ok(Parts {
         binary,
         module: parts::module(target, profile, Path::new("target"))?,
@@ -244,19 +249,15 @@ fn pgo_build(version: &str, target: &Target) -> Result<(Parts, Option<NativeWhee
     let profdata = crate::pgo::profile(&tool)?;
     let portable = crate::pgo::build_env(&profdata, false);
     let binary = wheel::build(target, "dist", &crate::pgo::optimised_dir(), &portable)?;
-    let parts = Parts {
-        binary,
-        module: parts::module(target, "dist", Path::new("target"))?,
-        addon: parts::addon(target, "dist", Path::new("target"))?,
-    };
+    let parts = with_libraries(target, "dist", binary)?;
     let Some(bolt) = bolt else { return Ok((parts, None)) };
     let relinkable = crate::pgo::build_env(&profdata, true);
     let native_dir = crate::pgo::dir().join("optimised-native");
     let (binary, floor) = wheel::build_native(&native_dir, &relinkable)?;
     let binary = crate::bolt::optimise(&bolt, &binary)?;
-    let cpu = target.triple.split('-').next().unwrap_or_default();
     let native = Parts { binary: binary.clone(), ..parts.clone() };
-    let wheel = python_wheel::pack(version, &native, &format!("manylinux_{}_{}_{cpu}", floor.0, floor.1))?;
+    let platform = format!("manylinux_{}_{}_{}", floor.0, floor.1, target.cpu());
+    let wheel = python_wheel::pack(version, &native, &platform)?;
     Ok((parts, Some((wheel, binary, floor))))
 }
 

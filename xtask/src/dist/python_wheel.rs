@@ -23,7 +23,7 @@ pub fn pack(version: &str, parts: &Parts, platform: &str) -> Result<PathBuf, Str
     let tree = Path::new("target/dist/wheel-tree").join(platform);
     let _ = std::fs::remove_dir_all(&tree);
     let package = tree.join("looprail");
-    copy_files(Path::new(SOURCES), &package)?;
+    crate::copy_files(Path::new(SOURCES), &package)?;
     copy(&parts.module, &package.join("_native.abi3.so"))?;
     let scripts = tree.join(format!("looprail-{version}.data/scripts"));
     copy(&parts.binary, &scripts.join("looprail"))?;
@@ -82,17 +82,6 @@ fn metadata(root: &Path, version: &str) -> Result<String, String> {
     let description = std::fs::read_to_string(&readme).map_err(|e| format!("{}: {e}", readme.display()))?;
     lines.push("Description-Content-Type: text/markdown".to_owned());
     Ok(lines.join("\n") + "\n\n" + &description)
-}
-
-/// The files (not the folders) of `from` into `to`.
-fn copy_files(from: &Path, to: &Path) -> Result<(), String> {
-    for entry in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.is_file() {
-            copy(&path, &to.join(path.file_name().unwrap_or_default()))?;
-        }
-    }
-    Ok(())
 }
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {

@@ -52,6 +52,11 @@ pub const ALL: [Target; 4] = [
     },
 ];
 
+/// A target triple's CPU part.
+fn cpu_of(triple: &str) -> &str {
+    triple.split('-').next().unwrap_or_default()
+}
+
 /// The newest glibc symbol version a glibc binary may need (manylinux2014's).
 pub const GLIBC_FLOOR: (u32, u32) = (2, 17);
 
@@ -80,11 +85,15 @@ impl Target {
         }
     }
 
+    /// The CPU as Rust and the wheel tags name it: the triple's first part (`x86_64`, `aarch64`).
+    pub fn cpu(&self) -> &'static str {
+        cpu_of(self.triple)
+    }
+
     /// Whether this machine runs the target's binaries natively (x86_64 Linux runs the
     /// x86_64 glibc and the static musl binaries).
     pub fn runs_here(&self, host: &str) -> bool {
-        let cpu = |triple: &str| triple.split('-').next().unwrap_or_default().to_owned();
-        cpu(self.triple) == cpu(host)
+        self.cpu() == cpu_of(host)
     }
 
     /// Whether pip on this machine installs the target's wheel (same CPU, same C library).

@@ -62,8 +62,7 @@ const PARTS: &str = "target/dist/cli-wheels";
 /// The wheel file name's platform part for `target`: `manylinux2014_x86_64`,
 /// `musllinux_1_2_aarch64`.
 pub fn platform_tag(target: &Target) -> String {
-    let cpu = target.triple.split('-').next().unwrap_or_default();
-    format!("{}_{cpu}", target.wheel_policy)
+    format!("{}_{}", target.wheel_policy, target.cpu())
 }
 
 /// Builds the `looprail` binary for `target` with maturin (zig; the target's platform policy
