@@ -38,6 +38,7 @@
 //! assert!(matches!(verdicts.last(), Some(Verdict::Conclude { .. })), "then a final answer");
 //! ```
 
+mod body_layout;
 mod bytes_memo;
 pub mod compaction;
 pub mod conversation;
@@ -50,6 +51,7 @@ mod hooks_route;
 mod http1_pool;
 mod http_client;
 pub mod identity;
+mod json_scan;
 mod listen;
 mod newest_kept;
 mod passthrough;
@@ -88,6 +90,11 @@ pub use write_behind::SaveOrder;
 /// How many history fingerprints this replica remembers (the newest; an older one is looked up
 /// in the store).
 const RECENT_FINGERPRINTS: usize = 10_000;
+
+/// How many distinct body beginnings keep their layouts, and the most bytes the kept bodies
+/// hold together (shared with the requests that sent them while those run).
+const LAYOUT_PREFIXES: usize = 1024;
+const LAYOUT_BYTES: usize = 64 << 20;
 
 /// Everything the gateway is configured with.
 #[derive(Debug, Clone)]
@@ -188,6 +195,8 @@ pub struct Gateway {
     first_messages: first_message::FirstMessages,
     /// Requests' tools and system prompts, read once per distinct bytes.
     declarations: declared::Declarations,
+    /// Recent request bodies' layouts, for the next request that extends one.
+    layouts: body_layout::Layouts,
     /// Fingerprints answered recently by this replica (the store has them all).
     recent: Mutex<newest_kept::NewestKept<u64, String>>,
     /// Saves that run after their answers, and the states they wrote.
@@ -235,6 +244,7 @@ impl Gateway {
             http,
             first_messages: first_message::FirstMessages::new(),
             declarations: declared::Declarations::new(),
+            layouts: body_layout::Layouts::new(LAYOUT_PREFIXES, LAYOUT_BYTES),
             recent: Mutex::new(newest_kept::NewestKept::new(RECENT_FINGERPRINTS)),
             write_behind,
             group_commit,

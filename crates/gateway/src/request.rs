@@ -10,34 +10,11 @@ use std::ops::Range;
 use looprail_loop_core::message::{Message, Role};
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
+
+use crate::body_layout::Layout;
 
 use crate::wire::responses::{ItemKind, is_model_item, model_item_id};
 use crate::wire::{Api, text_of};
-
-/// The fields the gateway reads; every other field is skipped (and forwarded untouched).
-#[derive(Deserialize)]
-struct Fields<'a> {
-    /// Chat Completions' and Messages' conversation.
-    #[serde(borrow, default)]
-    messages: Option<Vec<&'a RawValue>>,
-    /// The Responses API's conversation (its items; a string input is made a list before).
-    #[serde(borrow, default)]
-    input: Option<Vec<&'a RawValue>>,
-    /// The Responses API's system text.
-    #[serde(borrow, default)]
-    instructions: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    system: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    tools: Option<&'a RawValue>,
-    #[serde(default)]
-    model: Option<Value>,
-    #[serde(default)]
-    stream: Option<Value>,
-    #[serde(default)]
-    stream_options: Option<Value>,
-}
 
 /// A tool declaration: OpenAI's `{"function": {"name"}}` or Anthropic's `{"name"}`.
 #[derive(Deserialize)]
@@ -57,12 +34,12 @@ struct FunctionName {
 /// A request's conversation, its wire messages converted on demand.
 pub struct Request<'a> {
     api: Api,
-    wire: Vec<&'a RawValue>,
+    wire: Vec<&'a str>,
     converted: Vec<Option<Vec<Message>>>,
     /// Items an `item_reference` of this request may name ([`Request::know_items`]).
     known: Vec<Value>,
-    system: Option<&'a RawValue>,
-    tools: Option<&'a RawValue>,
+    system: Option<&'a str>,
+    tools: Option<&'a str>,
     /// The model the request names (empty when it names none).
     pub model: String,
     /// Whether the client asked for a stream.
@@ -80,39 +57,33 @@ impl std::fmt::Debug for Request<'_> {
 impl<'a> Request<'a> {
     /// Scans a request body; the error says what is wrong with it.
     pub fn parse(api: Api, body: &'a [u8]) -> Result<Self, String> {
-        let list = if api == Api::Responses {
-            "`input` must be a list of items"
-        } else {
-            "`messages` must be an array of messages"
+        let text = std::str::from_utf8(body).map_err(|_| "the body is not UTF-8 text".to_owned())?;
+        let layout = Layout::scan(api, text)?;
+        Ok(Self::with_layout(api, text, &layout))
+    }
+
+    /// The request whose body `text` has `layout` (found by [`Layout::scan`] or kept).
+    pub(crate) fn with_layout(api: Api, text: &'a str, layout: &Layout) -> Self {
+        let part = |range: &Option<std::ops::Range<usize>>| range.clone().map(|r| &text[r]);
+        let value = |range: &Option<std::ops::Range<usize>>| {
+            part(range).and_then(|raw| serde_json::from_str::<Value>(raw).ok())
         };
-        // An array would fill the fields by position: only an object is a request.
-        if body.trim_ascii_start().first() != Some(&b'{') {
-            return Err("the body is not a JSON object".to_owned());
-        }
-        let fields: Fields<'a> = serde_json::from_slice(body).map_err(|e| {
-            if e.is_data() { format!("{list} ({e})") } else { format!("the body is not a JSON object ({e})") }
-        })?;
-        let (wire, system) = match api {
-            Api::Responses => (fields.input, fields.instructions),
-            _ => (fields.messages, fields.system),
-        };
-        let wire = wire.ok_or_else(|| list.to_owned())?;
-        Ok(Self {
+        let wire: Vec<&'a str> = layout.messages.iter().map(|r| &text[r.clone()]).collect();
+        Self {
             api,
             converted: vec![None; wire.len()],
             known: Vec::new(),
             wire,
-            system,
-            tools: fields.tools,
-            model: fields.model.as_ref().and_then(Value::as_str).unwrap_or_default().to_owned(),
-            stream: fields.stream.as_ref().and_then(Value::as_bool).unwrap_or(false),
-            include_usage: fields
-                .stream_options
+            system: part(&layout.system),
+            tools: part(&layout.tools),
+            model: value(&layout.model).as_ref().and_then(Value::as_str).unwrap_or_default().to_owned(),
+            stream: value(&layout.stream).as_ref().and_then(Value::as_bool).unwrap_or(false),
+            include_usage: value(&layout.stream_options)
                 .as_ref()
                 .and_then(|o| o.get("include_usage"))
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-        })
+        }
     }
 
     /// How many wire messages the request carries.
@@ -127,28 +98,28 @@ impl<'a> Request<'a> {
 
     /// Every wire message as a JSON value (`None` if one is not JSON after all).
     pub fn items(&self) -> Option<Vec<Value>> {
-        self.wire.iter().map(|raw| serde_json::from_str(raw.get()).ok()).collect()
+        self.wire.iter().map(|raw| serde_json::from_str(raw).ok()).collect()
     }
 
     /// The size in bytes of wire message `i` as the client sent it.
     pub fn raw_len(&self, i: usize) -> usize {
-        self.wire[i].get().len()
+        self.wire[i].len()
     }
 
     /// Wire message `i` as the client sent it.
     pub fn raw(&self, i: usize) -> &'a str {
-        self.wire[i].get()
+        self.wire[i]
     }
 
     /// The tools' declarations as the client sent them (empty when it sent none).
     pub fn tools_raw(&self) -> &'a str {
-        self.tools.map_or("", RawValue::get)
+        self.tools.unwrap_or_default()
     }
 
     /// The system prompt given apart from the messages as the client sent it (empty when it
     /// sent none).
     pub fn system_raw(&self) -> &'a str {
-        self.system.map_or("", RawValue::get)
+        self.system.unwrap_or_default()
     }
 
     /// The API the request speaks.
@@ -165,7 +136,7 @@ impl<'a> Request<'a> {
     /// Names of the tools the request declares.
     pub fn tool_names(&self) -> Vec<String> {
         let Some(tools) = self.tools else { return Vec::new() };
-        let declared: Vec<ToolDeclaration> = serde_json::from_str(tools.get()).unwrap_or_default();
+        let declared: Vec<ToolDeclaration> = serde_json::from_str(tools).unwrap_or_default();
         declared.into_iter().filter_map(|t| t.function.and_then(|f| f.name).or(t.name)).collect()
     }
 
@@ -174,10 +145,10 @@ impl<'a> Request<'a> {
     pub fn system_text(&self) -> String {
         let Some(system) = self.system else { return String::new() };
         // The usual one, a text, read as one (no tree).
-        if let Ok(text) = serde_json::from_str::<String>(system.get()) {
+        if let Ok(text) = serde_json::from_str::<String>(system) {
             return text;
         }
-        serde_json::from_str::<Value>(system.get()).map_or_else(|_| String::new(), |s| text_of(&s))
+        serde_json::from_str::<Value>(system).map_or_else(|_| String::new(), |s| text_of(&s))
     }
 
     /// Items the gateway relayed (a Responses reply's output items) that this request's
@@ -194,7 +165,7 @@ impl<'a> Request<'a> {
     pub fn message(&mut self, i: usize) -> Result<&[Message], String> {
         if self.converted[i].is_none() {
             // A message of the usual shape is read without a tree.
-            let raw = self.wire[i].get();
+            let raw = self.wire[i];
             let typed = match self.api {
                 Api::Anthropic => crate::wire::anthropic_message::read(raw),
                 Api::OpenAi => crate::wire::openai_message::read(raw).map(|m| vec![m]),
@@ -227,7 +198,7 @@ impl<'a> Request<'a> {
     /// id (or an `item_reference` to one) by that id, any other by its normalised content.
     pub fn identity_hash(&mut self, i: usize) -> Result<u64, String> {
         if self.api == Api::Responses
-            && let Some(id) = output_item_id(self.wire[i].get())
+            && let Some(id) = output_item_id(self.wire[i])
         {
             return Ok(crate::identity::id_hash(&id));
         }
@@ -243,9 +214,8 @@ impl<'a> Request<'a> {
         if self.api != Api::Responses {
             return Ok(self.message(i)?.first().is_some_and(|m| m.role == Role::Assistant));
         }
-        let model_item = |item: &RawValue| {
-            serde_json::from_str::<ItemKind<'_>>(item.get()).is_ok_and(|kind| is_model_item(&kind))
-        };
+        let model_item =
+            |item: &str| serde_json::from_str::<ItemKind<'_>>(item).is_ok_and(|kind| is_model_item(&kind));
         Ok(model_item(self.wire[i]) && (i == 0 || !model_item(self.wire[i - 1])))
     }
 

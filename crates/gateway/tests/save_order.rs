@@ -187,8 +187,9 @@ async fn looping_upstream() -> FakeServer {
 
 /// What the upstream was sent for each request of one looping conversation, unnamed (known by
 /// its fingerprints), sent back to back: `n` (plain), `g` (with the guards' instruction) or `f`
-/// (the final answer asked for).
-async fn ladder(save_order: SaveOrder) -> String {
+/// (the final answer asked for). `preamble` bytes of system prompt come first (a long one makes
+/// the gateway read each request from the layout of the one before).
+async fn ladder(save_order: SaveOrder, preamble: usize) -> String {
     let upstream = looping_upstream().await;
     let path = common::TempStore::new("ladder");
     let gateway = common::sdk::serve_settings(&path, settings(&upstream.url, save_order), 0).await;
@@ -196,6 +197,9 @@ async fn ladder(save_order: SaveOrder) -> String {
     let tools =
         json!([{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]);
     let mut messages = vec![json!({"role": "user", "content": "Find the report"})];
+    if preamble > 0 {
+        messages.insert(0, json!({"role": "system", "content": "Be thorough. ".repeat(preamble / 13)}));
+    }
     for i in 0..40 {
         let body = json!({"model": "m", "messages": messages, "tools": tools});
         let response = client
@@ -227,8 +231,15 @@ async fn ladder(save_order: SaveOrder) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guards_judge_each_step_alike_whenever_the_state_is_saved() {
-    let after = ladder(SaveOrder::AfterAnswer).await;
-    let before = ladder(SaveOrder::BeforeAnswer).await;
+    let after = ladder(SaveOrder::AfterAnswer, 0).await;
+    let before = ladder(SaveOrder::BeforeAnswer, 0).await;
     assert!(after.contains('g') && after.ends_with('f'), "the ladder spoke, then concluded: {after}");
     assert_eq!(after, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_of_long_requests_is_judged_as_one_of_short_ones() {
+    let short = ladder(SaveOrder::AfterAnswer, 0).await;
+    let long = ladder(SaveOrder::AfterAnswer, 40_000).await;
+    assert_eq!(long, short, "each long request known from the one before it");
 }
