@@ -4,24 +4,14 @@ use proptest::prelude::*;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use looprail_loop_core::testkit::strategies::json_value;
+
 use super::*;
 
-/// Any JSON value, nested a few levels, with strings that need escapes.
+/// Any JSON value (the workspace's strategy, strings with brackets and quotes in them), or a
+/// string of any characters, control characters and escapes among them.
 fn value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
-        "(\\PC|[\"\\\\\n\t\u{1}\u{7f}é😀]){0,40}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z\"\\\\é]{0,6}", inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+    prop_oneof![json_value(), "(\\PC|[\"\\\\\n\t\u{1}\u{7f}é😀]){0,40}".prop_map(Value::String)]
 }
 
 /// What `serde_json` accepts where the scan is used: an object of raw values.
