@@ -1,13 +1,15 @@
 //! Where a chat request's parts are in its body, found once per conversation step.
 //!
-//! An agent's next request is its last one with a message or two added: the same bytes up to
-//! the end of the last message, the new messages, then the same bytes again (the system prompt
-//! and tools an agent sends after its messages, or nothing). [`Layouts`] keeps the layouts of
-//! recent bodies; a body that begins with one of them up to its last message and ends as it
-//! ends is read by scanning only the new messages between (and comparing the rest, at memory
-//! speed), instead of the whole body. Any other body is scanned whole. Either way the body is
-//! checked to be JSON as [`json_scan`](crate::json_scan) checks it: the bytes taken as known are
-//! the very bytes that were checked before, in the same place of the same structure.
+//! An agent's next request is its last one with messages added: the same bytes up to the last
+//! message or two (a client may move a cache mark onto the newest), the new messages, then the
+//! fields after the messages again, most of them the same (the system prompt and tools an agent
+//! sends after its messages). [`Layouts`] keeps the layouts of recent large bodies; a body that
+//! begins as one of them is read by comparing the bytes they share (at memory speed) and
+//! scanning only what differs: the messages after the last one they share, and the fields
+//! after the messages up to the first one from which both end alike. Any other body is scanned
+//! whole. Either way the body is checked to be JSON as [`json_scan`](crate::json_scan) checks
+//! it: the bytes taken as known are the very bytes checked before, in the same place of the
+//! same structure.
 
 use std::hash::BuildHasher;
 use std::ops::Range;
@@ -220,16 +222,21 @@ impl Layouts {
         let key = self.hasher.hash_one((api.name(), &body[..body.len().min(PREFIX)]));
         let candidates: Vec<Known> =
             self.kept.lock().ok().and_then(|kept| kept.bodies.get(&key).cloned()).unwrap_or_default();
-        let found = candidates.iter().filter(|k| k.0 == api).find_map(|k| k.2.extended(api, &k.1, text));
-        let layout = match found {
-            Some(layout) => layout,
-            None => Layout::scan(api, text)?,
+        let found = candidates
+            .iter()
+            .filter(|k| k.0 == api)
+            .find_map(|k| k.2.extended(api, &k.1, text).map(|layout| (layout, k)));
+        let (layout, extends) = match found {
+            Some((layout, known)) => (layout, Some(known)),
+            None => (Layout::scan(api, text)?, None),
         };
-        self.keep(key, Arc::new((api, body.clone(), layout.clone())));
+        // A copy of its own: `body` may share a larger buffer, which the budget would not see.
+        self.keep(key, Arc::new((api, Bytes::copy_from_slice(body), layout.clone())), extends);
         Ok(layout)
     }
 
-    fn keep(&self, key: u64, known: Known) {
+    /// Keeps `known` under `key`, in place of the body it `extends` (one body per conversation).
+    fn keep(&self, key: u64, known: Known, extends: Option<&Known>) {
         let Ok(mut kept) = self.kept.lock() else { return };
         let needed = known.1.len();
         if needed > kept.budget / 4 {
@@ -237,8 +244,7 @@ impl Layouts {
         }
         let mut list = kept.bodies.take(&key).unwrap_or_default();
         kept.bytes -= held(&list);
-        // The body it extends makes way: one conversation, one body kept.
-        list.retain(|k| k.2.messages.last().is_none_or(|m| known.1.get(..m.end) != k.1.get(..m.end)));
+        list.retain(|k| !extends.is_some_and(|e| Arc::ptr_eq(e, k)));
         list.insert(0, known);
         list.truncate(PER_PREFIX);
         let adding = held(&list);
