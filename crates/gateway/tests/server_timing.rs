@@ -73,3 +73,27 @@ async fn a_forwarded_answer_tells_the_gateways_time_from_the_upstreams() {
     timed(&url, ask(true)).await;
     assert_eq!(upstream.requests().len(), 2);
 }
+
+/// An upstream that sends its whole stream at once has it relayed whole: every event, in order,
+/// byte for byte (the first one may leave alone, the rest follow).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_arrives_at_once_is_relayed_whole() {
+    let events = [
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"do\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ne\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n",
+    ];
+    let upstream = FakeServer::responding(move |_| Reply::sse_events(&events)).await;
+    let mut settings = GatewayConfig::new(Default::default(), Default::default());
+    settings.upstream.openai = upstream.url.clone();
+    settings.upstream.openai_key = None;
+    let gateway = common::serve(settings, "stream-at-once").await;
+    let client = reqwest::Client::new();
+    for n in 0..20 {
+        let ask = json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": format!("task {n}")}]});
+        let response = common::post_json(&client, &format!("{gateway}/v1/chat/completions"), &ask).await;
+        let body = response.text().await.unwrap();
+        assert_eq!(body, events.concat(), "request {n}");
+    }
+}
