@@ -209,8 +209,7 @@ pub fn audit_speed() -> Result<usize, String> {
         println!("{:<44} {:>12} {:>10} {:>6}", "audit vs one-rule Python script", "skipped", "", "");
         return Ok(0);
     }
-    let cargo = crate::cargo_bin();
-    let built = Command::new(&cargo)
+    let built = crate::cargo_command()
         .args([
             "build",
             "--release",

@@ -62,8 +62,7 @@ pub(crate) fn p50_p99(mut times: Vec<f64>) -> (f64, f64) {
 
 /// Runs the measurement; returns the number of missed targets.
 pub fn hook_speed() -> Result<usize, String> {
-    let cargo = crate::cargo_bin();
-    let built = Command::new(&cargo)
+    let built = crate::cargo_command()
         .args(["build", "--release", "-q", "-p", "looprail-cli", "-p", "looprail-hook", "--bin", "looprail"])
         .args(["--bin", "looprail-hook"])
         .status()
