@@ -1,11 +1,12 @@
 //! The members of a JSON object found without parsing their values: each value's text as sent,
 //! checked to be JSON, and the elements of the arrays asked for, in one pass.
 //!
-//! A coding agent's request is mostly strings (tool outputs, schemas, prompts) and is read on
-//! every call: the string bodies are crossed 16 bytes at a time (one vector compare finds the
-//! closing quote, a backslash or a control character) and no value is built. What is accepted
-//! is exactly what `serde_json` accepts when it reads the same text
-//! into raw values: the same grammar (escapes, numbers, literals, whitespace), escaped keys
+//! A coding agent's request is mostly strings (tool outputs, schemas, prompts): their bodies are
+//! crossed 32 bytes at a time while no byte ends them (a quote, a backslash or a control
+//! character), and no value is built. It is no faster than `serde_json` over a whole body; it
+//! exists to resume where [`body_layout`](crate::body_layout) tells it to (after the messages
+//! a body shares with one read before). What is accepted is exactly what `serde_json` accepts
+//! when it reads the same text into raw values: the same grammar (escapes, numbers, literals, whitespace), escaped keys
 //! decoded, trailing characters refused, a code point's surrogates not checked inside skipped
 //! values (as `serde_json` does not check them there). The property tests hold it to that.
 
@@ -90,7 +91,7 @@ pub(crate) fn array_rest(text: &str, at: usize) -> Result<(usize, Vec<&str>), Sc
     let at = scan.whitespace(at);
     match scan.byte(at) {
         Some(b']') => Ok((at + 1, Vec::new())),
-        Some(b',') => scan.elements(text, scan.whitespace(at + 1), Vec::new()),
+        Some(b',') => scan.elements(text, scan.whitespace(at + 1)),
         _ => error("expected `,` or `]`", at),
     }
 }
@@ -132,9 +133,8 @@ impl Scan<'_> {
             if stop(at) {
                 return Ok(Some(at));
             }
-            let key_end = self.string_end(at)?;
+            let (key_end, start) = self.key(at)?;
             let key = decode_key(&text[at..key_end], at)?;
-            let start = self.colon(key_end)?;
             let (end, elements) = if self.byte(start) == Some(b'[') && split(&key) {
                 let (end, found) = self.array(text, start)?;
                 (end, Some(found))
@@ -172,13 +172,14 @@ impl Scan<'_> {
         at
     }
 
-    /// After a key ending at `at`: the offset of the value after its colon.
-    fn colon(&self, at: usize) -> Result<usize, ScanError> {
-        let at = self.whitespace(at);
-        if self.byte(at) != Some(b':') {
-            return error("expected `:`", at);
+    /// The key starting at `at` and its colon: where the key ends and where the value starts.
+    fn key(&self, at: usize) -> Result<(usize, usize), ScanError> {
+        let key_end = self.string_end(at)?;
+        let colon = self.whitespace(key_end);
+        if self.byte(colon) != Some(b':') {
+            return error("expected `:`", colon);
         }
-        Ok(self.whitespace(at + 1))
+        Ok((key_end, self.whitespace(colon + 1)))
     }
 
     /// The array starting at `at`: its end and the texts of its elements.
@@ -187,17 +188,13 @@ impl Scan<'_> {
         if self.byte(at) == Some(b']') {
             return Ok((at + 1, Vec::new()));
         }
-        self.elements(text, at, Vec::new())
+        self.elements(text, at)
     }
 
-    /// The rest of an array from `at`, where an element starts: its end, and `elements` with
-    /// the texts of the elements found added.
-    fn elements<'t>(
-        &self,
-        text: &'t str,
-        mut at: usize,
-        mut elements: Vec<&'t str>,
-    ) -> Result<(usize, Vec<&'t str>), ScanError> {
+    /// The rest of an array from `at`, where an element starts: its end, and the texts of the
+    /// elements found.
+    fn elements<'t>(&self, text: &'t str, mut at: usize) -> Result<(usize, Vec<&'t str>), ScanError> {
+        let mut elements = Vec::new();
         loop {
             let end = self.value_end(at)?;
             elements.push(&text[at..end]);
@@ -218,23 +215,16 @@ impl Scan<'_> {
             // A value starts at `at`.
             at = match self.byte(at) {
                 Some(b'"') => self.string_end(at)?,
-                Some(b'{') => {
+                Some(b @ (b'{' | b'[')) => {
+                    let (inside, close) = if b == b'{' { (Open::Object, b'}') } else { (Open::Array, b']') };
                     at = self.whitespace(at + 1);
-                    if self.byte(at) == Some(b'}') {
+                    if self.byte(at) == Some(close) {
                         at + 1
                     } else {
-                        open.push(Open::Object);
-                        let key_end = self.string_end(at)?;
-                        at = self.colon(key_end)?;
-                        continue;
-                    }
-                }
-                Some(b'[') => {
-                    at = self.whitespace(at + 1);
-                    if self.byte(at) == Some(b']') {
-                        at + 1
-                    } else {
-                        open.push(Open::Array);
+                        open.push(inside);
+                        if inside == Open::Object {
+                            at = self.key(at)?.1;
+                        }
                         continue;
                     }
                 }
@@ -252,8 +242,7 @@ impl Scan<'_> {
                     (_, Some(b',')) => {
                         at = self.whitespace(at + 1);
                         if inside == Open::Object {
-                            let key_end = self.string_end(at)?;
-                            at = self.colon(key_end)?;
+                            at = self.key(at)?.1;
                         }
                         break;
                     }
