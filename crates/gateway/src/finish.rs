@@ -35,32 +35,22 @@ fn read_out<S>(mut upstream: S)
 where
     S: futures_util::Stream<Item = reqwest::Result<Bytes>> + Send + Unpin + 'static,
 {
-    use futures_util::FutureExt;
+    let mut rest = Box::pin(async move {
+        let mut read = 0;
+        while let Some(Ok(piece)) = futures_util::StreamExt::next(&mut upstream).await {
+            read += piece.len();
+            if read > crate::http1_pool::DRAIN_BYTES {
+                return;
+            }
+        }
+    });
     // What has arrived already (usually the body's end, in the terminal event's read) is read
     // here: a task is spawned only for a rest still to come.
-    let mut read = 0;
-    loop {
-        match futures_util::StreamExt::next(&mut upstream).now_or_never() {
-            Some(Some(Ok(piece))) => {
-                read += piece.len();
-                if read > crate::http1_pool::DRAIN_BYTES {
-                    return;
-                }
-            }
-            Some(_) => return,
-            None => break,
-        }
+    if futures_util::FutureExt::now_or_never(rest.as_mut()).is_some() {
+        return;
     }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
     runtime.spawn(async move {
-        let rest = async {
-            while let Some(Ok(piece)) = futures_util::StreamExt::next(&mut upstream).await {
-                read += piece.len();
-                if read > crate::http1_pool::DRAIN_BYTES {
-                    return;
-                }
-            }
-        };
         let _ = tokio::time::timeout(crate::http1_pool::DRAIN_TIME, rest).await;
     });
 }
