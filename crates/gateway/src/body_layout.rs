@@ -71,11 +71,13 @@ impl Layout {
         let (list, conversation, _) = names(api);
         let members = object_members(text, |key| key == conversation)
             .map_err(|e| format!("the body is not a JSON object ({e})"))?;
-        let found = members.iter().find(|m| m.key == conversation && m.value != "null");
-        let elements = found.and_then(|m| m.elements.as_ref()).ok_or_else(|| list.to_owned())?;
-        let messages = elements.iter().map(|e| range(text, e)).collect();
-        let close = found.map_or(0, |m| range(text, m.value).end - 1);
-        Self::assemble(api, text, members.iter().map(|m| Part::of(text, m)).collect(), messages, close)
+        let parts = members.iter().map(|m| Part::of(text, m)).collect();
+        let mut layout = Self::assemble(api, text, parts, Vec::new(), 0)?;
+        let array = &members[layout.conversation];
+        let elements = array.elements.as_ref().ok_or_else(|| list.to_owned())?;
+        layout.messages = elements.iter().map(|e| range(text, e)).collect();
+        layout.close = range(text, array.value).end - 1;
+        Ok(layout)
     }
 
     /// The layout of members `members` of `text`, the conversation's array holding `messages`
@@ -168,6 +170,11 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     n - at + a[..at].iter().rev().zip(b[..at].iter().rev()).take_while(|(x, y)| x == y).count()
 }
 
+/// A request body as text (JSON is UTF-8).
+pub(crate) fn body_text(body: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(body).map_err(|_| "the body is not UTF-8 text".to_owned())
+}
+
 /// The error for a body without its conversation, and the names of the conversation's and the
 /// system prompt's fields, in `api`.
 fn names(api: Api) -> (&'static str, &'static str, &'static str) {
@@ -213,11 +220,12 @@ impl Layouts {
         Self { hasher: foldhash::quality::RandomState::default(), kept: Mutex::new(kept) }
     }
 
-    /// The layout of `body` (`text`, the same bytes as text), a request of `api`: from a kept
-    /// body it extends, else scanned.
-    pub(crate) fn layout(&self, api: Api, body: &Bytes, text: &str) -> Result<Layout, String> {
+    /// The layout of `body`, a request of `api`, and the body as text: from a kept body it
+    /// extends, else scanned.
+    pub(crate) fn layout<'b>(&self, api: Api, body: &'b Bytes) -> Result<(&'b str, Layout), String> {
+        let text = body_text(body)?;
         if body.len() < WORTH_KEEPING {
-            return Layout::scan(api, text);
+            return Ok((text, Layout::scan(api, text)?));
         }
         let key = self.hasher.hash_one((api.name(), &body[..body.len().min(PREFIX)]));
         let candidates: Vec<Known> =
@@ -232,7 +240,7 @@ impl Layouts {
         };
         // A copy of its own: `body` may share a larger buffer, which the budget would not see.
         self.keep(key, Arc::new((api, Bytes::copy_from_slice(body), layout.clone())), extends);
-        Ok(layout)
+        Ok((text, layout))
     }
 
     /// Keeps `known` under `key`, in place of the body it `extends` (one body per conversation).

@@ -11,8 +11,7 @@ use looprail_loop_core::message::{Message, Role};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::body_layout::Layout;
-
+use crate::body_layout::{Layout, body_text};
 use crate::wire::responses::{ItemKind, is_model_item, model_item_id};
 use crate::wire::{Api, text_of};
 
@@ -57,15 +56,15 @@ impl std::fmt::Debug for Request<'_> {
 impl<'a> Request<'a> {
     /// Scans a request body; the error says what is wrong with it.
     pub fn parse(api: Api, body: &'a [u8]) -> Result<Self, String> {
-        let text = std::str::from_utf8(body).map_err(|_| "the body is not UTF-8 text".to_owned())?;
+        let text = body_text(body)?;
         let layout = Layout::scan(api, text)?;
         Ok(Self::with_layout(api, text, &layout))
     }
 
     /// The request whose body `text` has `layout` (found by [`Layout::scan`] or kept).
     pub(crate) fn with_layout(api: Api, text: &'a str, layout: &Layout) -> Self {
-        let part = |range: &Option<std::ops::Range<usize>>| range.clone().map(|r| &text[r]);
-        let value = |range: &Option<std::ops::Range<usize>>| {
+        let part = |range: &Option<Range<usize>>| range.clone().map(|r| &text[r]);
+        let value = |range: &Option<Range<usize>>| {
             part(range).and_then(|raw| serde_json::from_str::<Value>(raw).ok())
         };
         let wire: Vec<&'a str> = layout.messages.iter().map(|r| &text[r.clone()]).collect();

@@ -247,12 +247,9 @@ impl Gateway {
             return refused(api);
         }
         let mut timing = Timing::start();
-        let layout = std::str::from_utf8(&raw)
-            .map_err(|_| "the body is not UTF-8 text".to_owned())
-            .and_then(|text| Ok((text, self.layouts.layout(api, &raw, text)?)));
-        let mut request = match &layout {
-            Ok((text, layout)) => Request::with_layout(api, text, layout),
-            Err(e) => return json(400, &api.error("invalid_request_error", e), None),
+        let mut request = match self.layouts.layout(api, &raw) {
+            Ok((text, layout)) => Request::with_layout(api, text, &layout),
+            Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
         };
         let mut done = match self.prepare(api, headers, &mut request).await {
             Ok(done) => done,

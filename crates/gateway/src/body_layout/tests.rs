@@ -29,7 +29,7 @@ fn extra() -> impl Strategy<Value = Value> {
 /// `layouts`' reading of `text`, and the reading of a whole scan.
 fn both(layouts: &Layouts, text: &str) -> (Result<Layout, String>, Result<Layout, String>) {
     let body = Bytes::from(text.to_owned());
-    (layouts.layout(Api::Anthropic, &body, text), Layout::scan(Api::Anthropic, text))
+    (layouts.layout(Api::Anthropic, &body).map(|(_, layout)| layout), Layout::scan(Api::Anthropic, text))
 }
 
 proptest! {
