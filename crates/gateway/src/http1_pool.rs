@@ -30,10 +30,9 @@ use http_body_util::Full;
 use hyper::body::{Body as _, Frame, Incoming};
 use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 
 use crate::poll_rounds::PollRounds;
-use crate::upstream_stream::{Lease, UpstreamStream};
+use crate::upstream_stream::{HTTP1, Lease, UpstreamStream};
 
 /// The most idle connections kept for one upstream.
 const MAX_IDLE: usize = 256;
@@ -92,6 +91,12 @@ pub(crate) enum Failed {
     /// The connection was not opened in time.
     #[error("cannot connect to {0}: no connection within {1} s")]
     ConnectTimeout(String, u64),
+    /// The upstream's TLS agreed on no HTTP/2 (asked for by the HTTP/2 connections only).
+    #[error("the upstream {0} does not speak HTTP/2")]
+    NotHttp2(String),
+    /// A connection tried for this request's turn while it waited failed so.
+    #[error("{0}")]
+    Before(String),
     /// The connection ended before the request could go.
     #[error("the upstream closed the connection")]
     Closed,
@@ -120,7 +125,7 @@ impl Pool {
         config: rustls::ClientConfig,
     ) -> Arc<Self> {
         let pool = Self::new(connect_timeout, idle_timeout);
-        let _ = pool.tls.set(Ok(crate::upstream_stream::connector(config)));
+        let _ = pool.tls.set(Ok(crate::upstream_stream::connector(config, HTTP1)));
         pool
     }
 
@@ -238,27 +243,11 @@ impl Pool {
 
     /// A new connection to `host:port`, over TLS with `tls`.
     async fn connect(&self, host: &str, port: u16, key: &str, tls: bool) -> Result<Open, Failed> {
-        // An IPv6 literal comes bracketed in a URI.
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let stream = match tokio::time::timeout(self.connect_timeout, TcpStream::connect((host, port))).await
-        {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return Err(Failed::Connect(key.to_owned(), e)),
-            Err(_) => return Err(Failed::ConnectTimeout(key.to_owned(), self.connect_timeout.as_secs())),
+        let connector = match tls {
+            true => Some(self.tls.get_or_init(|| crate::upstream_stream::platform_connector(HTTP1)).clone()),
+            false => None,
         };
-        let _ = stream.set_nodelay(true);
-        let stream = if tls {
-            let connector = self.tls.get_or_init(crate::upstream_stream::platform_connector).clone();
-            let connector = connector.map_err(|e| Failed::Tls(key.to_owned(), std::io::Error::other(e)))?;
-            let handshake = UpstreamStream::tls(stream, host, &connector);
-            match tokio::time::timeout(self.connect_timeout, handshake).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => return Err(Failed::Tls(key.to_owned(), e)),
-                Err(_) => return Err(Failed::ConnectTimeout(key.to_owned(), self.connect_timeout.as_secs())),
-            }
-        } else {
-            UpstreamStream::Plain(stream)
-        };
+        let stream = UpstreamStream::connect(host, port, key, connector, self.connect_timeout).await?;
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         Ok(Open { send, conn: Some(Box::pin(conn)), rounds: PollRounds::default() })
     }

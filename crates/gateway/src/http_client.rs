@@ -7,9 +7,10 @@
 //! pooled client, on plain HTTP; over HTTPS, where reqwest's HTTP/2 connection task hands every
 //! request and answer across tasks, 0.15-0.25 ms for 4-150 KB agent requests (none at 500 KB).
 //! An upstream behind a proxy the environment names (`HTTP_PROXY`, `ALL_PROXY`, with
-//! `NO_PROXY`) goes through reqwest, and so do `https://` requests beyond [`DRIVEN_TLS_MAX`]
-//! under way (HTTP/2 then carries the rest on one connection). Both answer a
-//! [`reqwest::Response`], so what reads it does not know which one ran. A request is an [`Outgoing`], not a reqwest builder: the driven path
+//! `NO_PROXY`) goes through reqwest. `https://` requests beyond [`DRIVEN_TLS_MAX`] under way
+//! go over HTTP/2 connections, many streams on each ([`crate::http2_lanes`]), when the
+//! upstream speaks it. Every way answers a [`reqwest::Response`], so what reads it does not
+//! know which one ran. A request is an [`Outgoing`], not a reqwest builder: the driven path
 //! hands its headers and body to hyper as they are (no URL parsed twice, no body copied).
 //!
 //! Which way a URL goes, and the forms of it each way needs (hyper's `Uri`, reqwest's `Url` for
@@ -31,7 +32,8 @@ use http_body_util::Full;
 use hyper_util::client::proxy::matcher::Matcher;
 use reqwest::ResponseBuilderExt;
 
-use crate::http1_pool::Pool;
+use crate::http1_pool::{Failed, Pool};
+use crate::http2_lanes::Lanes;
 
 /// How long a connection may take to open.
 const CONNECT: Duration = Duration::from_secs(10);
@@ -43,6 +45,10 @@ const EXCHANGE: Duration = Duration::from_secs(600);
 pub struct HttpClient {
     full: reqwest::Client,
     driven: Arc<Pool>,
+    /// HTTP/2 connections for the `https://` requests past [`DRIVEN_TLS_MAX`] under way.
+    lanes: Arc<Lanes>,
+    /// [`DRIVEN_TLS_MAX`] (tests: fewer).
+    driven_tls_max: usize,
     /// Whether a URL goes through a proxy (the environment's, read once, as reqwest reads it).
     proxies: Arc<Matcher>,
     /// The way each URL called lately goes.
@@ -60,20 +66,18 @@ enum Route {
     Full,
     /// Straight to the upstream over HTTP/1 connections the request's task drives (plain or
     /// TLS): the URL as hyper takes it, and as reqwest's response tells it (when reqwest's
-    /// parser takes it too). `https://` goes through reqwest (HTTP/2) instead while
+    /// parser takes it too). `https://` goes over HTTP/2 lanes instead while
     /// [`DRIVEN_TLS_MAX`] requests are under way on that path.
     Driven(axum::http::Uri, Option<reqwest::Url>),
 }
 
-/// The most `https://` requests at once over the driven HTTP/1 connections; past it, reqwest
-/// carries them over HTTP/2, many streams on one connection. A request over a connection its
-/// own task drives answers sooner (on the peers bench, 4-150 KB agent requests over HTTPS:
-/// 0.15-0.25 ms less added at one client), and HTTP/1 is what nginx and LiteLLM use upstream
-/// too. But it needs a connection (and a file descriptor) per request under way, while the
-/// client's own connections need as many: past a thousand open streams the rest share one
-/// HTTP/2 connection. (hyper's HTTP/2 client opens no second connection when the upstream's
-/// limit of streams per connection is reached; it queues, so HTTP/2 is the overflow, not the
-/// rule.)
+/// The most `https://` requests at once over the driven HTTP/1 connections; past it, HTTP/2
+/// carries them, many streams on each connection ([`crate::http2_lanes`]). A request over a
+/// connection its own task drives answers sooner (on the peers bench, 4-150 KB agent requests
+/// over HTTPS: 0.15-0.25 ms less added at one client), and HTTP/1 is what nginx and LiteLLM
+/// use upstream too. But it needs a connection (a file descriptor and TLS buffers) per request
+/// under way, while the client's own connections need as many: past a thousand open streams
+/// the rest share connections.
 const DRIVEN_TLS_MAX: usize = 1024;
 
 impl HttpClient {
@@ -87,7 +91,27 @@ impl HttpClient {
     /// ones `full` was told of).
     fn with(full: reqwest::Client, proxies: Matcher) -> Self {
         let driven = Pool::new(CONNECT, Duration::from_secs(90));
-        Self { full, driven, proxies: Arc::new(proxies), routes: Arc::default() }
+        let lanes = Lanes::new(CONNECT);
+        Self {
+            full,
+            driven,
+            lanes,
+            driven_tls_max: DRIVEN_TLS_MAX,
+            proxies: Arc::new(proxies),
+            routes: Arc::default(),
+        }
+    }
+
+    /// A client whose connections trust what `config` trusts (tests: a local CA), HTTP/1 taking
+    /// `driven_tls_max` `https://` requests at once.
+    #[cfg(test)]
+    pub(crate) fn trusting(config: rustls::ClientConfig, driven_tls_max: usize) -> Self {
+        let full = reqwest::Client::builder().build().expect("client");
+        let mut client = Self::with(full, Matcher::builder().build());
+        client.driven = Pool::with_tls(CONNECT, Duration::from_secs(90), config.clone());
+        client.lanes = Lanes::with_tls(CONNECT, config);
+        client.driven_tls_max = driven_tls_max;
+        client
     }
 
     /// The way `url` goes, worked out the first time it is called.
@@ -115,15 +139,7 @@ impl HttpClient {
         if let Some(invalid) = invalid {
             return Err(invalid);
         }
-        let route = match self.route(&url) {
-            Route::Driven(uri, _)
-                if uri.scheme_str() == Some("https") && self.driven.tls_in_flight() >= DRIVEN_TLS_MAX =>
-            {
-                Route::Full
-            }
-            route => route,
-        };
-        let Route::Driven(uri, answered_from) = route else {
+        let Route::Driven(uri, answered_from) = self.route(&url) else {
             let request = self.full.request(method, url.as_str()).headers(headers).body(body);
             return self
                 .full
@@ -131,18 +147,32 @@ impl HttpClient {
                 .await
                 .map_err(|e| e.to_string());
         };
-        let mut request = axum::http::Request::new(Full::new(body));
-        *request.method_mut() = method;
-        *request.uri_mut() = uri;
-        *request.headers_mut() = headers;
-        match tokio::time::timeout(EXCHANGE, self.driven.send(request)).await {
+        let request = |headers| {
+            let mut request = axum::http::Request::new(Full::new(body.clone()));
+            *request.method_mut() = method.clone();
+            *request.uri_mut() = uri.clone();
+            *request.headers_mut() = headers;
+            request
+        };
+        let overflow =
+            uri.scheme_str() == Some("https") && self.driven.tls_in_flight() >= self.driven_tls_max;
+        let sent = async {
+            if overflow {
+                match self.lanes.send(request(headers.clone())).await {
+                    Err(Failed::NotHttp2(_)) => {}
+                    answer => return answer.map(|response| response.map(reqwest::Body::wrap)),
+                }
+            }
+            Ok(self.driven.send(request(headers)).await?.map(reqwest::Body::wrap))
+        };
+        match tokio::time::timeout(EXCHANGE, sent).await {
             Ok(Ok(mut response)) => {
                 // The URL the answer says it came from, given (reqwest would parse a stand-in).
                 if let Some(url) = answered_from {
                     let given = axum::http::Response::builder().url(url).body(()).unwrap_or_default();
                     response.extensions_mut().extend(given.into_parts().0.extensions);
                 }
-                Ok(reqwest::Response::from(response.map(reqwest::Body::wrap)))
+                Ok(reqwest::Response::from(response))
             }
             Ok(Err(e)) => Err(describe(&e)),
             Err(_) => Err(format!("no answer within {} s", EXCHANGE.as_secs())),

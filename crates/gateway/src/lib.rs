@@ -49,6 +49,7 @@ mod group_commit;
 mod hook_sessions;
 mod hooks_route;
 mod http1_pool;
+mod http2_lanes;
 mod http_client;
 pub mod identity;
 mod json_scan;

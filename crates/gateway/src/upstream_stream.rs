@@ -1,17 +1,20 @@
 //! A connection to an upstream as [`http1_pool`](crate::http1_pool) drives it: plain TCP, or
-//! TLS over it (rustls, the platform's certificate verifier, as reqwest uses, and HTTP/1.1
-//! asked for by ALPN).
+//! TLS over it (rustls, the platform's certificate verifier, as reqwest uses, HTTP/1.1 asked
+//! for by ALPN; [`http2_lanes`](crate::http2_lanes) asks for HTTP/2).
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+
+use crate::http1_pool::Failed;
 
 /// Plain TCP or TLS over it.
 #[derive(Debug)]
@@ -22,24 +25,30 @@ pub(crate) enum UpstreamStream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
+/// ALPN asking for HTTP/1.1.
+pub(crate) const HTTP1: &[&[u8]] = &[b"http/1.1"];
+/// ALPN asking for HTTP/2, HTTP/1.1 accepted.
+pub(crate) const HTTP2_OR_1: &[&[u8]] = &[b"h2", b"http/1.1"];
+
 /// The TLS client setup of `https://` connections: the platform's verifier (the system's
-/// certificates, `SSL_CERT_FILE` included), as reqwest's; HTTP/1.1 by ALPN.
-pub(crate) fn platform_connector() -> Result<TlsConnector, String> {
+/// certificates, `SSL_CERT_FILE` included), as reqwest's; `alpn` asked for.
+pub(crate) fn platform_connector(alpn: &[&[u8]]) -> Result<TlsConnector, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config =
         <rustls::ClientConfig as rustls_platform_verifier::ConfigVerifierExt>::with_platform_verifier()
             .map_err(|e| format!("cannot set up TLS: {e}"))?;
-    Ok(connector(config))
+    Ok(connector(config, alpn))
 }
 
-/// `config` asking for HTTP/1.1 by ALPN.
-pub(crate) fn connector(mut config: rustls::ClientConfig) -> TlsConnector {
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+/// `config` asking for the protocols `alpn` names.
+pub(crate) fn connector(mut config: rustls::ClientConfig, alpn: &[&[u8]]) -> TlsConnector {
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     TlsConnector::from(Arc::new(config))
 }
 
 /// One request counted in a count of those under way (the pool's `https://` requests) while it
 /// lives.
+#[derive(Debug)]
 pub(crate) struct Lease(Arc<AtomicUsize>);
 
 impl Lease {
@@ -57,11 +66,46 @@ impl Drop for Lease {
 }
 
 impl UpstreamStream {
+    /// A new connection to `host:port` (`key` names it in errors), over TLS when `tls` gives
+    /// its setup (or why there is none), opened within `timeout`.
+    pub(crate) async fn connect(
+        host: &str,
+        port: u16,
+        key: &str,
+        tls: Option<Result<TlsConnector, String>>,
+        timeout: Duration,
+    ) -> Result<Self, Failed> {
+        // An IPv6 literal comes bracketed in a URI.
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let timed_out = || Failed::ConnectTimeout(key.to_owned(), timeout.as_secs());
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(Failed::Connect(key.to_owned(), e)),
+            Err(_) => return Err(timed_out()),
+        };
+        let _ = stream.set_nodelay(true);
+        let Some(connector) = tls else { return Ok(Self::Plain(stream)) };
+        let connector = connector.map_err(|e| Failed::Tls(key.to_owned(), io::Error::other(e)))?;
+        match tokio::time::timeout(timeout, Self::tls(stream, host, &connector)).await {
+            Ok(Ok(stream)) => Ok(stream),
+            Ok(Err(e)) => Err(Failed::Tls(key.to_owned(), e)),
+            Err(_) => Err(timed_out()),
+        }
+    }
+
     /// TLS over `tcp` to `host` (its name checked against the certificate).
     pub(crate) async fn tls(tcp: TcpStream, host: &str, connector: &TlsConnector) -> io::Result<Self> {
         let name = rustls::pki_types::ServerName::try_from(host.to_owned())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
         Ok(Self::Tls(Box::new(connector.connect(name, tcp).await?)))
+    }
+
+    /// Whether TLS agreed on HTTP/2 by ALPN.
+    pub(crate) fn is_http2(&self) -> bool {
+        match self {
+            Self::Plain(_) => false,
+            Self::Tls(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+        }
     }
 }
 
@@ -117,4 +161,4 @@ impl AsyncWrite for UpstreamStream {
 
 #[cfg(test)]
 #[path = "upstream_stream_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -21,9 +21,9 @@ fn tls_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peers/tls")
 }
 
-/// An HTTPS upstream on 127.0.0.1 (HTTP/1.1, the bench's certificate for `localhost` and
-/// 127.0.0.1) answering `0123456789`; counts the TLS connections it accepts.
-async fn tls_upstream() -> (String, Arc<AtomicUsize>) {
+/// The bench's upstream certificate (for `localhost` and 127.0.0.1) behind TLS agreeing on
+/// the first of `alpn` the client asks for.
+pub(crate) fn acceptor(alpn: &[&[u8]]) -> tokio_rustls::TlsAcceptor {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(tls_dir().join("upstream.pem"))
         .expect("certificate")
@@ -32,8 +32,23 @@ async fn tls_upstream() -> (String, Arc<AtomicUsize>) {
     let key = PrivateKeyDer::from_pem_file(tls_dir().join("upstream-key.pem")).expect("key");
     let mut config =
         rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key).expect("config");
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// A client setup trusting the bench's CA only.
+pub(crate) fn trusting() -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_file_iter(tls_dir().join("ca.pem")).expect("ca") {
+        roots.add(ca.expect("ca")).expect("ca");
+    }
+    rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth()
+}
+
+/// An HTTPS upstream on 127.0.0.1 (HTTP/1.1) answering `0123456789`; counts the TLS
+/// connections it accepts.
+async fn tls_upstream() -> (String, Arc<AtomicUsize>) {
+    let acceptor = acceptor(crate::upstream_stream::HTTP1);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -61,12 +76,7 @@ async fn tls_upstream() -> (String, Arc<AtomicUsize>) {
 
 /// A pool trusting the bench's CA only.
 fn trusting_pool() -> Arc<Pool> {
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_file_iter(tls_dir().join("ca.pem")).expect("ca") {
-        roots.add(ca.expect("ca")).expect("ca");
-    }
-    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
-    Pool::with_tls(Duration::from_secs(5), Duration::from_secs(90), config)
+    Pool::with_tls(Duration::from_secs(5), Duration::from_secs(90), trusting())
 }
 
 #[tokio::test]

@@ -225,11 +225,11 @@ pub async fn conversations(target: &Target, count: usize, rps: f64) -> (Vec<Samp
 /// `count` slow streams at once through `target` (started over half a second); each one's
 /// time to its first and last byte and whether it failed.
 pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
-    let client = crate::load::client(Duration::from_secs(120), count).expect("client");
+    let clients = stream_clients(&target.base, count);
     let started = Instant::now();
     let tasks: Vec<_> = (0..count)
         .map(|i| {
-            let (client, base) = (client.clone(), target.base.clone());
+            let (client, base) = (clients[i % clients.len()].clone(), target.base.clone());
             // 0.5 to 2 s to the first event, spread over the streams.
             let delay = 500 + (i as u64 * 1_500) / count.max(1) as u64;
             let body = slow_request(&format!("slow-{i}"), delay, 200, 40);
@@ -289,6 +289,26 @@ pub async fn slow_streams(target: &Target, count: usize) -> Vec<Sample> {
         samples.extend(task.await.ok());
     }
     samples
+}
+
+/// The clients `count` streams to `base` go through. The upstream direct speaks HTTP/2 over
+/// TLS: reqwest's pool, not knowing a connection's protocol before ALPN, would open one per
+/// waiting request and drop all but one (thousands of handshakes, then resets), and one
+/// connection for them all is one task for all their frames. So a client per 500 streams,
+/// each on one HTTP/2 connection from the start. The systems are reached over HTTP/1: one
+/// client, a connection per stream.
+fn stream_clients(base: &str, count: usize) -> Vec<reqwest::Client> {
+    let timeout = Duration::from_secs(120);
+    if !base.starts_with("https://") {
+        return vec![crate::load::client(timeout, count).expect("client")];
+    }
+    (0..count.div_ceil(500).max(1))
+        .map(|_| {
+            crate::load::client_builder(timeout, 1)
+                .and_then(|c| c.http2_prior_knowledge().build())
+                .expect("client")
+        })
+        .collect()
 }
 
 /// Why slow streams failed (printed after the cell).

@@ -62,11 +62,16 @@ impl Sample {
 /// A client of the systems: `timeout` for a whole exchange, up to `pool` idle connections, and
 /// the bench's own CA trusted (it certifies the HTTPS upstream, reached direct).
 pub fn client(timeout: Duration, pool: usize) -> Result<reqwest::Client, reqwest::Error> {
+    client_builder(timeout, pool)?.build()
+}
+
+/// [`client`]'s settings, to add to.
+pub fn client_builder(timeout: Duration, pool: usize) -> Result<reqwest::ClientBuilder, reqwest::Error> {
     let mut client = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(pool);
     if let Ok(pem) = std::fs::read(crate::upstream::tls_dir().join("ca.pem")) {
         client = client.add_root_certificate(reqwest::Certificate::from_pem(&pem)?);
     }
-    client.build()
+    Ok(client)
 }
 
 /// A request of `api` to the system at `base`, with the headers every system is sent (the
