@@ -118,9 +118,8 @@ impl Layout {
     /// one of its messages, and ends as it ends from one of the members after its messages on:
     /// only what lies between is scanned. `None` when it does not, or when what lies between
     /// is not JSON (then a whole scan says why).
-    fn extended(&self, api: Api, before: &[u8], text: &str) -> Option<Self> {
+    fn extended(&self, api: Api, before: &[u8], text: &str, same: usize) -> Option<Self> {
         let bytes = text.as_bytes();
-        let same = common_prefix(bytes, before);
         // The last message wholly in the common beginning (a number that goes on in `text`
         // leaves what follows it unreadable as the array's rest: then `text` is scanned whole).
         let kept = self.messages.iter().take_while(|m| m.end <= same).count();
@@ -230,10 +229,14 @@ impl Layouts {
         let key = self.hasher.hash_one((api.name(), &body[..body.len().min(PREFIX)]));
         let candidates: Vec<Known> =
             self.kept.lock().ok().and_then(|kept| kept.bodies.get(&key).cloned()).unwrap_or_default();
+        // Only the kept body this one begins most alike with is extended (the comparisons are
+        // cheap, a failed extension is not): at worst a scan of the rest and then a whole one.
         let found = candidates
             .iter()
             .filter(|k| k.0 == api)
-            .find_map(|k| k.2.extended(api, &k.1, text).map(|layout| (layout, k)));
+            .map(|k| (common_prefix(body, &k.1), k))
+            .max_by_key(|(same, _)| *same)
+            .and_then(|(same, k)| k.2.extended(api, &k.1, text, same).map(|layout| (layout, k)));
         let (layout, extends) = match found {
             Some((layout, known)) => (layout, Some(known)),
             None => (Layout::scan(api, text)?, None),
