@@ -23,12 +23,24 @@ use crate::upstream_stream::{HTTP1, HTTP2_OR_1};
 
 /// An HTTPS upstream: the protocols it agrees on, the streams it allows per connection, the
 /// connections it accepted, each request's HTTP version, and the switch that lets every
-/// answer end (each sends `held` at once and `-done` once released).
+/// answer ([`held`]) end.
 struct Upstream {
     base: String,
     accepted: Arc<AtomicUsize>,
     versions: Arc<Mutex<Vec<Version>>>,
     release: tokio::sync::watch::Sender<bool>,
+}
+
+/// An answer's body: `held` at once, `-done` once `released` turns true.
+fn held(
+    mut released: tokio::sync::watch::Receiver<bool>,
+) -> StreamBody<futures_util::stream::BoxStream<'static, Result<Frame<Bytes>, Infallible>>> {
+    let rest = async move {
+        let _ = released.wait_for(|released| *released).await;
+        Ok(Frame::data(Bytes::from_static(b"-done")))
+    };
+    let first = futures_util::stream::once(async { Ok(Frame::data(Bytes::from_static(b"held"))) });
+    StreamBody::new(first.chain(futures_util::stream::once(rest)).boxed())
 }
 
 impl Upstream {
@@ -48,15 +60,7 @@ impl Upstream {
                     let Ok(tls) = acceptor.accept(tcp).await else { return };
                     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                         seen.lock().expect("versions").push(request.version());
-                        let mut released = released.clone();
-                        let rest = async move {
-                            let _ = released.wait_for(|released| *released).await;
-                            Ok::<_, Infallible>(Frame::data(Bytes::from_static(b"-done")))
-                        };
-                        let held = futures_util::stream::once(async {
-                            Ok(Frame::data(Bytes::from_static(b"held")))
-                        });
-                        let body = StreamBody::new(held.chain(futures_util::stream::once(rest)).boxed());
+                        let body = held(released.clone());
                         async move { Ok::<_, Infallible>(Response::new(body)) }
                     });
                     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -194,4 +198,50 @@ async fn requests_past_the_http1_connections_stay_on_http1_when_the_upstream_has
     }
     // Five connections, and the one that found HTTP/1.1 only (not tried again).
     assert_eq!(upstream.accepted(), 6);
+}
+
+#[tokio::test]
+async fn a_lane_whose_connection_the_upstream_closes_opens_a_new_one() {
+    // An upstream that says GOAWAY on each connection once it has a request (as servers rotate
+    // their connections): the request under way finishes there, the next needs another.
+    let acceptor = acceptor(HTTP2_OR_1);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("https://127.0.0.1:{}/v1/messages", listener.local_addr().expect("address").port());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let (release, released) = tokio::sync::watch::channel(false);
+    let counted = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let (acceptor, released) = (acceptor.clone(), released.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let asked = Arc::new(tokio::sync::Notify::new());
+                let told = Arc::clone(&asked);
+                let service = hyper::service::service_fn(move |_request: Request<Incoming>| {
+                    told.notify_one();
+                    let body = held(released.clone());
+                    async move { Ok::<_, Infallible>(Response::new(body)) }
+                });
+                let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), service);
+                let mut connection = std::pin::pin!(connection);
+                tokio::select! {
+                    _ = connection.as_mut() => return,
+                    () = asked.notified() => connection.as_mut().graceful_shutdown(),
+                }
+                let _ = connection.await;
+            });
+        }
+    });
+    let lanes = Lanes::with_tls(Duration::from_secs(5), trusting());
+    let first = within(lanes.send(post(url.clone()))).await.expect("answer");
+    // The GOAWAY reaches the lane while its first stream is still under way.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = within(lanes.send(post(url.clone()))).await.expect("answer on a new connection");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    release.send(true).expect("release");
+    for response in [first, second] {
+        assert_eq!(&read(response).await[..], b"held-done", "both streams end whole");
+    }
 }
