@@ -106,7 +106,9 @@ impl Reader {
     pub fn cut(&mut self) -> Option<(String, Message)> {
         self.degenerated?;
         self.observe_unobserved();
-        let text = Some(self.so_far.text.clone()).filter(|t| !t.is_empty());
+        // The parser's text when it keeps one (the relay's own copy is kept only otherwise).
+        let text = self.parser.get().text_so_far().unwrap_or(&self.so_far.text);
+        let text = Some(text.to_owned()).filter(|t| !t.is_empty());
         Some((self.so_far.end(self.api), Message::assistant_with_calls(text, Vec::new())))
     }
 
@@ -122,7 +124,9 @@ impl Reader {
         for delta in deltas {
             let found = match delta {
                 StreamEvent::TextDelta(text) => {
-                    self.so_far.text.push_str(&text);
+                    if self.parser.get().text_so_far().is_none() {
+                        self.so_far.text.push_str(&text);
+                    }
                     self.watch.as_mut().and_then(|w| w.text(&text))
                 }
                 StreamEvent::ToolCallDelta { index, arguments, .. } => {

@@ -27,6 +27,13 @@ pub trait SseParser: Send + 'static {
     fn event(&mut self, name: &str, data: &str) -> Step;
     /// The body ended without a terminal event.
     fn end_of_body(&mut self) -> Result<ModelResponse, ProviderError>;
+
+    /// The text of every [`StreamEvent::TextDelta`] returned so far, in order, when the parser
+    /// keeps it (`None` when it does not): what a relay that ends a stream early tells the
+    /// client had, without a copy of its own.
+    fn text_so_far(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Parsed SSE events, as [`drive_events`] takes them.

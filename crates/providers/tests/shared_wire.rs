@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use looprail_loop_core::provider::{ModelResponse, StopReason};
+use looprail_loop_core::provider::{ModelResponse, StopReason, StreamEvent};
 use looprail_providers::sse::{SseParser, Step};
 use serde_json::Value;
 
@@ -42,9 +42,21 @@ fn events(body: &str) -> Vec<(String, String)> {
     out
 }
 
+/// `body` read to its reply; after each event the parser's text so far is checked against
+/// the text deltas it returned.
 fn parse(parser: &mut dyn SseParser, body: &str) -> ModelResponse {
+    let mut deltas = String::new();
     for (name, data) in events(body) {
-        if let Step::Done(result) = parser.event(&name, &data) {
+        let step = parser.event(&name, &data);
+        if let Step::Continue(events) = &step {
+            for event in events {
+                if let StreamEvent::TextDelta(text) = event {
+                    deltas.push_str(text);
+                }
+            }
+            assert_eq!(parser.text_so_far(), Some(deltas.as_str()), "after {name}: {data}");
+        }
+        if let Step::Done(result) = step {
             return result.unwrap();
         }
     }

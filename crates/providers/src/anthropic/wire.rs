@@ -330,6 +330,10 @@ impl EventParser {
 }
 
 impl SseParser for EventParser {
+    fn text_so_far(&self) -> Option<&str> {
+        Some(&self.text)
+    }
+
     fn event(&mut self, name: &str, data: &str) -> Step {
         // The usual event (a token, a call's fragment, the start, the stop) is read without a
         // JSON tree.

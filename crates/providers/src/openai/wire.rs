@@ -280,6 +280,10 @@ impl SseParser for ChunkParser {
         self.chunk(data)
     }
 
+    fn text_so_far(&self) -> Option<&str> {
+        Some(&self.text)
+    }
+
     fn end_of_body(&mut self) -> Result<ModelResponse, ProviderError> {
         // S1: a stream that closes without `[DONE]` after its finish reason is complete
         // enough; one that closes before it lost data.
