@@ -15,6 +15,10 @@
 //!
 //! An upstream whose TLS agrees on HTTP/1.1 only is remembered as such: its requests then go
 //! over HTTP/1 whatever their number ([`Failed::NotHttp2`] tells the caller so).
+//!
+//! A lane with no stream for longer than its idle limit (90 s in the gateway, as its HTTP/1
+//! connections) is closed when the next request to that upstream picks its lane: a connection
+//! idle for long may have been dropped on the way without a word.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,7 +26,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::{Request, Response};
@@ -32,7 +36,7 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use crate::http1_pool::Failed;
-use crate::upstream_stream::{HTTP2_OR_1, Lease, UpstreamStream};
+use crate::upstream_stream::{HTTP2_OR_1, UpstreamStream};
 
 /// The most streams one lane takes, whatever the upstream allows: one connection is one task,
 /// and a thousand streams of a fast stream of events keep it busy.
@@ -49,6 +53,9 @@ const CONNECTION_WINDOW: u32 = 1024 * 1024;
 /// The HTTP/2 lanes to each `https://` upstream.
 pub(crate) struct Lanes {
     connect_timeout: Duration,
+    /// How long a lane with no stream keeps its connection for the next one (a connection idle
+    /// for long may have died on the way without a word, as NAT and load balancers drop them).
+    idle_timeout: Duration,
     /// The TLS setup (HTTP/2 asked for by ALPN), made on the first connection.
     tls: OnceLock<Result<tokio_rustls::TlsConnector, String>>,
     /// Per upstream (`host:port`): its lanes, or `None` once it agreed on HTTP/1.1 only.
@@ -62,10 +69,12 @@ impl std::fmt::Debug for Lanes {
 }
 
 /// One HTTP/2 connection and the streams counted on it.
-#[derive(Default)]
 struct Lane {
-    /// Streams under way (sent, their answer's body not done with), and those about to be.
-    streams: Arc<AtomicUsize>,
+    /// Streams under way (sent, their answer's body not done with), and those about to be
+    /// ([`InLane`]).
+    streams: AtomicUsize,
+    /// When the last stream ended (or the lane was made).
+    idle_since: Mutex<Instant>,
     /// How many streams the lane takes (see [`Lanes`]), kept by the connection's task.
     room: Arc<AtomicUsize>,
     /// Connections tried so far: a request that waited while one was tried takes its outcome.
@@ -84,9 +93,13 @@ struct Opened {
 
 impl Lane {
     fn new() -> Arc<Self> {
-        let lane = Self::default();
-        lane.room.store(STREAMS_UNTIL_TOLD, Ordering::Relaxed);
-        Arc::new(lane)
+        Arc::new(Self {
+            streams: AtomicUsize::new(0),
+            idle_since: Mutex::new(Instant::now()),
+            room: Arc::new(AtomicUsize::new(STREAMS_UNTIL_TOLD)),
+            attempts: AtomicU64::new(0),
+            open: tokio::sync::Mutex::default(),
+        })
     }
 
     /// Whether the lane takes another stream.
@@ -94,23 +107,31 @@ impl Lane {
         self.streams.load(Ordering::Relaxed) < self.room.load(Ordering::Relaxed)
     }
 
-    /// Whether the lane carries nothing and its connection is gone (or never opened).
-    fn is_spent(&self) -> bool {
+    /// Whether the lane carries nothing and its connection is gone, never opened, or idle
+    /// longer than `idle_timeout`.
+    fn is_spent(&self, idle_timeout: Duration) -> bool {
         self.streams.load(Ordering::Relaxed) == 0
-            && self.open.try_lock().is_ok_and(|open| open.send.as_ref().is_none_or(SendRequest::is_closed))
+            && self.open.try_lock().is_ok_and(|open| {
+                open.send.as_ref().is_none_or(SendRequest::is_closed)
+                    || self.idle_since.lock().unwrap_or_else(PoisonError::into_inner).elapsed() > idle_timeout
+            })
     }
 }
 
 impl Lanes {
-    /// Lanes opening connections within `connect_timeout`.
-    pub(crate) fn new(connect_timeout: Duration) -> Arc<Self> {
-        Arc::new(Self { connect_timeout, tls: OnceLock::new(), upstreams: Mutex::default() })
+    /// Lanes opening connections within `connect_timeout`, closing those idle `idle_timeout`.
+    pub(crate) fn new(connect_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
+        Arc::new(Self { connect_timeout, idle_timeout, tls: OnceLock::new(), upstreams: Mutex::default() })
     }
 
     /// Lanes whose connections trust what `config` trusts (tests: a local CA).
     #[cfg(test)]
-    pub(crate) fn with_tls(connect_timeout: Duration, config: rustls::ClientConfig) -> Arc<Self> {
-        let lanes = Self::new(connect_timeout);
+    pub(crate) fn with_tls(
+        connect_timeout: Duration,
+        idle_timeout: Duration,
+        config: rustls::ClientConfig,
+    ) -> Arc<Self> {
+        let lanes = Self::new(connect_timeout, idle_timeout);
         let _ = lanes.tls.set(Ok(crate::upstream_stream::connector(config, HTTP2_OR_1)));
         lanes
     }
@@ -130,14 +151,14 @@ impl Lanes {
         let host = uri.host().ok_or(Failed::NoHost)?.to_owned();
         let port = uri.port_u16().unwrap_or(443);
         let key = format!("{host}:{port}");
-        let (lane, lease) = self.lane(&key)?;
+        let (lane, counted) = self.lane(&key)?;
         let mut request = request;
         // A connection that closed after it was found open gives the request back unsent:
         // once more, on a new one.
         for again in [true, false] {
             let mut send = self.ready(&lane, &host, port, &key).await?;
             match send.try_send_request(request).await {
-                Ok(response) => return Ok(response.map(|body| LaneBody { body, _lease: lease })),
+                Ok(response) => return Ok(response.map(|body| LaneBody { body, _counted: counted })),
                 Err(mut failed) => match failed.take_message() {
                     Some(unsent) if again => request = unsent,
                     _ => return Err(Failed::Http(failed.into_error())),
@@ -148,12 +169,12 @@ impl Lanes {
     }
 
     /// A lane to `key` with room, a new one when none has, with the request counted in it.
-    fn lane(&self, key: &str) -> Result<(Arc<Lane>, Lease), Failed> {
+    fn lane(&self, key: &str) -> Result<(Arc<Lane>, InLane), Failed> {
         let mut upstreams = self.upstreams.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(lanes) = upstreams.entry(key.to_owned()).or_insert_with(|| Some(Vec::new())) else {
             return Err(Failed::NotHttp2(key.to_owned()));
         };
-        lanes.retain(|lane| !lane.is_spent());
+        lanes.retain(|lane| !lane.is_spent(self.idle_timeout));
         let lane = match lanes.iter().find(|lane| lane.has_room()) {
             Some(lane) => Arc::clone(lane),
             None => {
@@ -162,8 +183,8 @@ impl Lanes {
                 lane
             }
         };
-        let lease = Lease::new(&lane.streams);
-        Ok((lane, lease))
+        let counted = InLane::new(&lane);
+        Ok((lane, counted))
     }
 
     /// The lane's connection, opened if it has none (or its last one closed).
@@ -236,11 +257,33 @@ impl Lanes {
     }
 }
 
+/// A stream counted in its lane while it lives; when it ends, the lane's idle time starts.
+struct InLane(Arc<Lane>);
+
+impl InLane {
+    fn new(lane: &Arc<Lane>) -> Self {
+        lane.streams.fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(lane))
+    }
+}
+
+impl Drop for InLane {
+    fn drop(&mut self) {
+        *self.0.idle_since.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        self.0.streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// An answer's body over a lane: its stream counted in the lane until it is dropped.
-#[derive(Debug)]
 pub(crate) struct LaneBody {
     body: Incoming,
-    _lease: Lease,
+    _counted: InLane,
+}
+
+impl std::fmt::Debug for LaneBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaneBody").field("body", &self.body).finish_non_exhaustive()
+    }
 }
 
 impl hyper::body::Body for LaneBody {

@@ -37,6 +37,8 @@ use crate::http2_lanes::Lanes;
 
 /// How long a connection may take to open.
 const CONNECT: Duration = Duration::from_secs(10);
+/// How long a connection is kept idle for the next request.
+const IDLE: Duration = Duration::from_secs(90);
 /// How long an exchange may take.
 const EXCHANGE: Duration = Duration::from_secs(600);
 
@@ -90,8 +92,8 @@ impl HttpClient {
     /// The driven connections beside `full`, `proxies` saying which URLs go through a proxy (the
     /// ones `full` was told of).
     fn with(full: reqwest::Client, proxies: Matcher) -> Self {
-        let driven = Pool::new(CONNECT, Duration::from_secs(90));
-        let lanes = Lanes::new(CONNECT);
+        let driven = Pool::new(CONNECT, IDLE);
+        let lanes = Lanes::new(CONNECT, IDLE);
         Self {
             full,
             driven,
@@ -108,8 +110,8 @@ impl HttpClient {
     pub(crate) fn trusting(config: rustls::ClientConfig, driven_tls_max: usize) -> Self {
         let full = reqwest::Client::builder().build().expect("client");
         let mut client = Self::with(full, Matcher::builder().build());
-        client.driven = Pool::with_tls(CONNECT, Duration::from_secs(90), config.clone());
-        client.lanes = Lanes::with_tls(CONNECT, config);
+        client.driven = Pool::with_tls(CONNECT, IDLE, config.clone());
+        client.lanes = Lanes::with_tls(CONNECT, IDLE, config);
         client.driven_tls_max = driven_tls_max;
         client
     }
