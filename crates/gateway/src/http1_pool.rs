@@ -32,7 +32,7 @@ use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 
 use crate::poll_rounds::PollRounds;
-use crate::upstream_stream::{HTTP1, Lease, UpstreamStream};
+use crate::upstream_stream::{Connector, HTTP1, Lease, UpstreamStream};
 
 /// The most idle connections kept for one upstream.
 const MAX_IDLE: usize = 256;
@@ -62,12 +62,11 @@ fn drive(conn: &mut Option<Pin<Box<Conn>>>, cx: &mut Context<'_>) -> bool {
 /// last.
 pub(crate) struct Pool {
     idle: Mutex<HashMap<String, VecDeque<(Open, Instant)>>>,
-    connect_timeout: Duration,
     idle_timeout: Duration,
     /// `https://` requests from their send until their answer's body is done with.
     tls_in_flight: Arc<AtomicUsize>,
-    /// The TLS setup, made on the first `https://` connection.
-    tls: std::sync::OnceLock<Result<tokio_rustls::TlsConnector, String>>,
+    /// How connections open (TLS asking for HTTP/1.1).
+    connector: Connector,
 }
 
 impl std::fmt::Debug for Pool {
@@ -108,25 +107,12 @@ pub(crate) enum Failed {
 impl Pool {
     /// A pool opening connections within `connect_timeout`, closing those idle `idle_timeout`.
     pub(crate) fn new(connect_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
-        Arc::new(Self {
-            idle: Mutex::default(),
-            connect_timeout,
-            idle_timeout,
-            tls_in_flight: Arc::default(),
-            tls: std::sync::OnceLock::new(),
-        })
+        Self::with(Connector::new(connect_timeout, HTTP1), idle_timeout)
     }
 
-    /// A pool whose `https://` connections trust what `config` trusts (tests: a local CA).
-    #[cfg(test)]
-    pub(crate) fn with_tls(
-        connect_timeout: Duration,
-        idle_timeout: Duration,
-        config: rustls::ClientConfig,
-    ) -> Arc<Self> {
-        let pool = Self::new(connect_timeout, idle_timeout);
-        let _ = pool.tls.set(Ok(crate::upstream_stream::connector(config, HTTP1)));
-        pool
+    /// Opening connections as `connector` does, closing those idle `idle_timeout`.
+    pub(crate) fn with(connector: Connector, idle_timeout: Duration) -> Arc<Self> {
+        Arc::new(Self { idle: Mutex::default(), idle_timeout, tls_in_flight: Arc::default(), connector })
     }
 
     /// How many `https://` requests are under way (sent, their answer not yet read to its end).
@@ -243,11 +229,7 @@ impl Pool {
 
     /// A new connection to `host:port`, over TLS with `tls`.
     async fn connect(&self, host: &str, port: u16, key: &str, tls: bool) -> Result<Open, Failed> {
-        let connector = match tls {
-            true => Some(self.tls.get_or_init(|| crate::upstream_stream::platform_connector(HTTP1)).clone()),
-            false => None,
-        };
-        let stream = UpstreamStream::connect(host, port, key, connector, self.connect_timeout).await?;
+        let stream = self.connector.open(host, port, key, tls).await?;
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         Ok(Open { send, conn: Some(Box::pin(conn)), rounds: PollRounds::default() })
     }

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use crate::http1_pool::Failed;
-use crate::upstream_stream::{HTTP2_OR_1, UpstreamStream};
+use crate::upstream_stream::{Connector, HTTP2_OR_1};
 
 /// The most streams one lane takes, whatever the upstream allows: one connection is one task,
 /// and a thousand streams of a fast stream of events keep it busy.
@@ -52,12 +52,11 @@ const CONNECTION_WINDOW: u32 = 1024 * 1024;
 
 /// The HTTP/2 lanes to each `https://` upstream.
 pub(crate) struct Lanes {
-    connect_timeout: Duration,
     /// How long a lane with no stream keeps its connection for the next one (a connection idle
     /// for long may have died on the way without a word, as NAT and load balancers drop them).
     idle_timeout: Duration,
-    /// The TLS setup (HTTP/2 asked for by ALPN), made on the first connection.
-    tls: OnceLock<Result<tokio_rustls::TlsConnector, String>>,
+    /// How connections open (TLS asking for HTTP/2, HTTP/1.1 accepted).
+    connector: Connector,
     /// Per upstream (`host:port`): its lanes, or `None` once it agreed on HTTP/1.1 only.
     upstreams: Mutex<HashMap<String, Option<Vec<Arc<Lane>>>>>,
 }
@@ -121,19 +120,12 @@ impl Lane {
 impl Lanes {
     /// Lanes opening connections within `connect_timeout`, closing those idle `idle_timeout`.
     pub(crate) fn new(connect_timeout: Duration, idle_timeout: Duration) -> Arc<Self> {
-        Arc::new(Self { connect_timeout, idle_timeout, tls: OnceLock::new(), upstreams: Mutex::default() })
+        Self::with(Connector::new(connect_timeout, HTTP2_OR_1), idle_timeout)
     }
 
-    /// Lanes whose connections trust what `config` trusts (tests: a local CA).
-    #[cfg(test)]
-    pub(crate) fn with_tls(
-        connect_timeout: Duration,
-        idle_timeout: Duration,
-        config: rustls::ClientConfig,
-    ) -> Arc<Self> {
-        let lanes = Self::new(connect_timeout, idle_timeout);
-        let _ = lanes.tls.set(Ok(crate::upstream_stream::connector(config, HTTP2_OR_1)));
-        lanes
+    /// Opening connections as `connector` does, closing those idle `idle_timeout`.
+    pub(crate) fn with(connector: Connector, idle_timeout: Duration) -> Arc<Self> {
+        Arc::new(Self { idle_timeout, connector, upstreams: Mutex::default() })
     }
 
     /// How many connections the lanes to `host:port` hold (tests).
@@ -152,20 +144,19 @@ impl Lanes {
         let port = uri.port_u16().unwrap_or(443);
         let key = format!("{host}:{port}");
         let (lane, counted) = self.lane(&key)?;
-        let mut request = request;
+        let (mut request, mut again) = (request, true);
         // A connection that closed after it was found open gives the request back unsent:
         // once more, on a new one.
-        for again in [true, false] {
+        loop {
             let mut send = self.ready(&lane, &host, port, &key).await?;
             match send.try_send_request(request).await {
                 Ok(response) => return Ok(response.map(|body| LaneBody { body, _counted: counted })),
                 Err(mut failed) => match failed.take_message() {
-                    Some(unsent) if again => request = unsent,
+                    Some(unsent) if std::mem::take(&mut again) => request = unsent,
                     _ => return Err(Failed::Http(failed.into_error())),
                 },
             }
         }
-        Err(Failed::Closed)
     }
 
     /// A lane to `key` with room, a new one when none has, with the request counted in it.
@@ -227,8 +218,7 @@ impl Lanes {
         key: &str,
         room: &Arc<AtomicUsize>,
     ) -> Result<SendRequest<Full<Bytes>>, Failed> {
-        let tls = self.tls.get_or_init(|| crate::upstream_stream::platform_connector(HTTP2_OR_1)).clone();
-        let stream = UpstreamStream::connect(host, port, key, Some(tls), self.connect_timeout).await?;
+        let stream = self.connector.open(host, port, key, true).await?;
         if !stream.is_http2() {
             let mut upstreams = self.upstreams.lock().unwrap_or_else(PoisonError::into_inner);
             upstreams.insert(key.to_owned(), None);

@@ -18,7 +18,7 @@ use super::Lanes;
 use crate::http_client::{HttpClient, Outgoing};
 use crate::http1_pool::Failed;
 use crate::http1_pool::tests::post;
-use crate::upstream_stream::tests::{acceptor, trusting};
+use crate::upstream_stream::tests::{acceptor, trusted, trusting};
 use crate::upstream_stream::{HTTP1, HTTP2_OR_1};
 
 /// An HTTPS upstream: the protocols it agrees on, the streams it allows per connection, the
@@ -95,7 +95,7 @@ where
 #[tokio::test]
 async fn streams_past_what_the_upstream_allows_on_a_connection_go_over_another() {
     let upstream = Upstream::start(HTTP2_OR_1, 50).await;
-    let lanes = Lanes::with_tls(Duration::from_secs(5), Duration::from_secs(90), trusting());
+    let lanes = Lanes::with(trusted(HTTP2_OR_1), Duration::from_secs(90));
     let mut held = Vec::new();
     for _ in 0..120 {
         let response = within(lanes.send(post(upstream.url()))).await.expect("answer");
@@ -120,7 +120,7 @@ async fn streams_past_what_the_upstream_allows_on_a_connection_go_over_another()
 #[tokio::test]
 async fn an_upstream_without_http2_is_told_and_remembered() {
     let upstream = Upstream::start(HTTP1, 50).await;
-    let lanes = Lanes::with_tls(Duration::from_secs(5), Duration::from_secs(90), trusting());
+    let lanes = Lanes::with(trusted(HTTP2_OR_1), Duration::from_secs(90));
     for _ in 0..2 {
         let refused = lanes.send(post(upstream.url())).await.expect_err("HTTP/1.1 only");
         assert!(matches!(refused, Failed::NotHttp2(_)), "{refused}");
@@ -134,7 +134,7 @@ async fn a_refused_connection_says_why_to_every_request_that_waited_for_it() {
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = closed.local_addr().expect("address");
     drop(closed);
-    let lanes = Lanes::with_tls(Duration::from_secs(5), Duration::from_secs(90), trusting());
+    let lanes = Lanes::with(trusted(HTTP2_OR_1), Duration::from_secs(90));
     let url = format!("https://{address}/v1/messages");
     let tried = futures_util::future::join_all((0..3).map(|_| lanes.send(post(url.clone())))).await;
     for refused in tried {
@@ -234,7 +234,7 @@ async fn a_lane_whose_connection_the_upstream_closes_opens_a_new_one() {
             });
         }
     });
-    let lanes = Lanes::with_tls(Duration::from_secs(5), Duration::from_secs(90), trusting());
+    let lanes = Lanes::with(trusted(HTTP2_OR_1), Duration::from_secs(90));
     let first = within(lanes.send(post(url.clone()))).await.expect("answer");
     // The GOAWAY reaches the lane while its first stream is still under way.
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -250,7 +250,7 @@ async fn a_lane_whose_connection_the_upstream_closes_opens_a_new_one() {
 async fn a_lane_idle_longer_than_its_limit_is_closed_and_the_next_stream_opens_another() {
     let upstream = Upstream::start(HTTP2_OR_1, 100).await;
     upstream.release.send(true).expect("release");
-    let lanes = Lanes::with_tls(Duration::from_secs(5), Duration::from_millis(100), trusting());
+    let lanes = Lanes::with(trusted(HTTP2_OR_1), Duration::from_millis(100));
     let key = upstream.base.trim_start_matches("https://").to_owned();
     for _ in 0..2 {
         let response = within(lanes.send(post(upstream.url()))).await.expect("answer");

@@ -34,6 +34,8 @@ use reqwest::ResponseBuilderExt;
 
 use crate::http1_pool::{Failed, Pool};
 use crate::http2_lanes::Lanes;
+#[cfg(test)]
+use crate::upstream_stream::{Connector, HTTP1, HTTP2_OR_1};
 
 /// How long a connection may take to open.
 const CONNECT: Duration = Duration::from_secs(10);
@@ -110,8 +112,8 @@ impl HttpClient {
     pub(crate) fn trusting(config: rustls::ClientConfig, driven_tls_max: usize) -> Self {
         let full = reqwest::Client::builder().build().expect("client");
         let mut client = Self::with(full, Matcher::builder().build());
-        client.driven = Pool::with_tls(CONNECT, IDLE, config.clone());
-        client.lanes = Lanes::with_tls(CONNECT, IDLE, config);
+        client.driven = Pool::with(Connector::trusting(CONNECT, HTTP1, config.clone()), IDLE);
+        client.lanes = Lanes::with(Connector::trusting(CONNECT, HTTP2_OR_1, config), IDLE);
         client.driven_tls_max = driven_tls_max;
         client
     }

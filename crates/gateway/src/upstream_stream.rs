@@ -32,7 +32,7 @@ pub(crate) const HTTP2_OR_1: &[&[u8]] = &[b"h2", b"http/1.1"];
 
 /// The TLS client setup of `https://` connections: the platform's verifier (the system's
 /// certificates, `SSL_CERT_FILE` included), as reqwest's; `alpn` asked for.
-pub(crate) fn platform_connector(alpn: &[&[u8]]) -> Result<TlsConnector, String> {
+fn platform_connector(alpn: &[&[u8]]) -> Result<TlsConnector, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config =
         <rustls::ClientConfig as rustls_platform_verifier::ConfigVerifierExt>::with_platform_verifier()
@@ -41,7 +41,7 @@ pub(crate) fn platform_connector(alpn: &[&[u8]]) -> Result<TlsConnector, String>
 }
 
 /// `config` asking for the protocols `alpn` names.
-pub(crate) fn connector(mut config: rustls::ClientConfig, alpn: &[&[u8]]) -> TlsConnector {
+fn connector(mut config: rustls::ClientConfig, alpn: &[&[u8]]) -> TlsConnector {
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     TlsConnector::from(Arc::new(config))
 }
@@ -65,36 +65,65 @@ impl Drop for Lease {
     }
 }
 
-impl UpstreamStream {
-    /// A new connection to `host:port` (`key` names it in errors), over TLS when `tls` gives
-    /// its setup (or why there is none), opened within `timeout`.
-    pub(crate) async fn connect(
+/// How a pool opens its connections: within a time limit, over TLS asking for the protocols of
+/// its ALPN list (the setup made on the first `https://` connection, or given).
+pub(crate) struct Connector {
+    timeout: Duration,
+    alpn: &'static [&'static [u8]],
+    tls: std::sync::OnceLock<Result<TlsConnector, String>>,
+}
+
+impl Connector {
+    /// Connections opened within `timeout`, TLS asking for `alpn` with the platform's verifier.
+    pub(crate) fn new(timeout: Duration, alpn: &'static [&'static [u8]]) -> Self {
+        Self { timeout, alpn, tls: std::sync::OnceLock::new() }
+    }
+
+    /// Connections whose TLS trusts what `config` trusts (tests: a local CA).
+    #[cfg(test)]
+    pub(crate) fn trusting(
+        timeout: Duration,
+        alpn: &'static [&'static [u8]],
+        config: rustls::ClientConfig,
+    ) -> Self {
+        let connector = Self::new(timeout, alpn);
+        let _ = connector.tls.set(Ok(self::connector(config, alpn)));
+        connector
+    }
+
+    /// A new connection to `host:port` (`key` names it in errors), over TLS with `tls`.
+    pub(crate) async fn open(
+        &self,
         host: &str,
         port: u16,
         key: &str,
-        tls: Option<Result<TlsConnector, String>>,
-        timeout: Duration,
-    ) -> Result<Self, Failed> {
+        tls: bool,
+    ) -> Result<UpstreamStream, Failed> {
         // An IPv6 literal comes bracketed in a URI.
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let timed_out = || Failed::ConnectTimeout(key.to_owned(), timeout.as_secs());
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+        let timed_out = || Failed::ConnectTimeout(key.to_owned(), self.timeout.as_secs());
+        let stream = match tokio::time::timeout(self.timeout, TcpStream::connect((host, port))).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => return Err(Failed::Connect(key.to_owned(), e)),
             Err(_) => return Err(timed_out()),
         };
         let _ = stream.set_nodelay(true);
-        let Some(connector) = tls else { return Ok(Self::Plain(stream)) };
-        let connector = connector.map_err(|e| Failed::Tls(key.to_owned(), io::Error::other(e)))?;
-        match tokio::time::timeout(timeout, Self::tls(stream, host, &connector)).await {
+        if !tls {
+            return Ok(UpstreamStream::Plain(stream));
+        }
+        let connector = self.tls.get_or_init(|| platform_connector(self.alpn)).as_ref();
+        let connector = connector.map_err(|e| Failed::Tls(key.to_owned(), io::Error::other(e.clone())))?;
+        match tokio::time::timeout(self.timeout, UpstreamStream::tls(stream, host, connector)).await {
             Ok(Ok(stream)) => Ok(stream),
             Ok(Err(e)) => Err(Failed::Tls(key.to_owned(), e)),
             Err(_) => Err(timed_out()),
         }
     }
+}
 
+impl UpstreamStream {
     /// TLS over `tcp` to `host` (its name checked against the certificate).
-    pub(crate) async fn tls(tcp: TcpStream, host: &str, connector: &TlsConnector) -> io::Result<Self> {
+    async fn tls(tcp: TcpStream, host: &str, connector: &TlsConnector) -> io::Result<Self> {
         let name = rustls::pki_types::ServerName::try_from(host.to_owned())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
         Ok(Self::Tls(Box::new(connector.connect(name, tcp).await?)))

@@ -45,6 +45,11 @@ pub(crate) fn trusting() -> rustls::ClientConfig {
     rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth()
 }
 
+/// Connections (5 s to open) whose TLS asks for `alpn` and trusts the bench's CA only.
+pub(crate) fn trusted(alpn: &'static [&'static [u8]]) -> crate::upstream_stream::Connector {
+    crate::upstream_stream::Connector::trusting(Duration::from_secs(5), alpn, trusting())
+}
+
 /// An HTTPS upstream on 127.0.0.1 (HTTP/1.1) answering `0123456789`; counts the TLS
 /// connections it accepts.
 async fn tls_upstream() -> (String, Arc<AtomicUsize>) {
@@ -76,7 +81,7 @@ async fn tls_upstream() -> (String, Arc<AtomicUsize>) {
 
 /// A pool trusting the bench's CA only.
 fn trusting_pool() -> Arc<Pool> {
-    Pool::with_tls(Duration::from_secs(5), Duration::from_secs(90), trusting())
+    Pool::with(trusted(crate::upstream_stream::HTTP1), Duration::from_secs(90))
 }
 
 #[tokio::test]
