@@ -121,6 +121,35 @@ async fn body_rounds(
     samples
 }
 
+/// With `LOOPRAIL_PEERS_SAMPLES=<file>`, appends one CSV line per timed request of a body cell
+/// (size, system, repeat, conversation, step, its time to the last byte, the upstream direct's
+/// in the same round, its own and upstream time where it says; ms): to see where a tail lies.
+fn dump_samples(size_kb: usize, system: &str, repeat: usize, steps: usize, own: &[Sample], base: &[Sample]) {
+    use std::io::Write as _;
+    let Ok(path) = std::env::var("LOOPRAIL_PEERS_SAMPLES") else { return };
+    let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(&path) else {
+        eprintln!("cannot append to {path}");
+        return;
+    };
+    let opt = |d: Option<Duration>| d.map_or(String::new(), |d| format!("{:.3}", ms(d)));
+    let mut out = String::new();
+    for (n, (mine, direct)) in own.iter().zip(base).enumerate() {
+        out += &format!(
+            "{size_kb},{system},{repeat},{},{},{:.3},{:.3},{},{},{}\n",
+            n / steps.max(1),
+            n % steps.max(1) + 1,
+            ms(mine.last),
+            ms(direct.last),
+            opt(mine.own),
+            opt(mine.seen_upstream),
+            u8::from(mine.failed || direct.failed),
+        );
+    }
+    if file.write_all(out.as_bytes()).is_err() {
+        eprintln!("cannot append to {path}");
+    }
+}
+
 /// The rows of the body cells.
 pub async fn bodies(targets: &[Target], repeats: usize, conversations: usize, steps: usize) -> Vec<AgentRow> {
     let mut rows = Vec::new();
@@ -139,6 +168,9 @@ pub async fn bodies(targets: &[Target], repeats: usize, conversations: usize, st
                 for (i, own) in samples.iter().enumerate() {
                     let tally = &mut tallies[i];
                     let mut added = Vec::new();
+                    if i > 0 {
+                        dump_samples(size_kb, group[i].system, repeat, steps, own, &samples[0]);
+                    }
                     for (mine, base) in own.iter().zip(&samples[0]) {
                         tally.requests += 1;
                         if mine.failed || base.failed {
