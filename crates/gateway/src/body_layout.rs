@@ -195,6 +195,16 @@ const PER_PREFIX: usize = 4;
 /// A body and its layout.
 type Known = Arc<(Api, Bytes, Layout)>;
 
+/// A request body to keep with its layout ([`Layouts::read`], [`Layouts::keep_body`]).
+pub(crate) struct ToKeep {
+    key: u64,
+    api: Api,
+    body: Bytes,
+    layout: Layout,
+    /// The kept body it extends, which it replaces.
+    extends: Option<Known>,
+}
+
 /// The layouts of recent request bodies, by the hash of their first [`PREFIX`] bytes, within
 /// a budget of the bytes the bodies hold.
 pub(crate) struct Layouts {
@@ -220,11 +230,28 @@ impl Layouts {
     }
 
     /// The layout of `body`, a request of `api`, and the body as text: from a kept body it
-    /// extends, else scanned.
+    /// extends, else scanned; the body is kept for the next one at once.
+    #[cfg(test)]
     pub(crate) fn layout<'b>(&self, api: Api, body: &'b Bytes) -> Result<(&'b str, Layout), String> {
+        let (text, layout, to_keep) = self.read(api, body)?;
+        if let Some(to_keep) = to_keep {
+            self.keep_body(to_keep);
+        }
+        Ok((text, layout))
+    }
+
+    /// The layout of `body`, a request of `api`, and the body as text: from a kept body it
+    /// extends, else scanned. A body worth keeping comes back as a [`ToKeep`], for
+    /// [`Layouts::keep_body`] once the request has gone on: keeping copies the body, which the
+    /// request need not wait for.
+    pub(crate) fn read<'b>(
+        &self,
+        api: Api,
+        body: &'b Bytes,
+    ) -> Result<(&'b str, Layout, Option<ToKeep>), String> {
         let text = body_text(body)?;
         if body.len() < WORTH_KEEPING {
-            return Ok((text, Layout::scan(api, text)?));
+            return Ok((text, Layout::scan(api, text)?, None));
         }
         let key = self.hasher.hash_one((api.name(), &body[..body.len().min(PREFIX)]));
         let candidates: Vec<Known> =
@@ -238,12 +265,18 @@ impl Layouts {
             .max_by_key(|(same, _)| *same)
             .and_then(|(same, k)| k.2.extended(api, &k.1, text, same).map(|layout| (layout, k)));
         let (layout, extends) = match found {
-            Some((layout, known)) => (layout, Some(known)),
+            Some((layout, known)) => (layout, Some(Arc::clone(known))),
             None => (Layout::scan(api, text)?, None),
         };
+        let to_keep = ToKeep { key, api, body: body.clone(), layout: layout.clone(), extends };
+        Ok((text, layout, Some(to_keep)))
+    }
+
+    /// Keeps a body [`Layouts::read`] gave back, in place of the one it extends.
+    pub(crate) fn keep_body(&self, to_keep: ToKeep) {
+        let ToKeep { key, api, body, layout, extends } = to_keep;
         // A copy of its own: `body` may share a larger buffer, which the budget would not see.
-        self.keep(key, Arc::new((api, Bytes::copy_from_slice(body), layout.clone())), extends);
-        Ok((text, layout))
+        self.keep(key, Arc::new((api, Bytes::copy_from_slice(&body), layout)), extends.as_ref());
     }
 
     /// Keeps `known` under `key`, in place of the body it `extends` (one body per conversation).

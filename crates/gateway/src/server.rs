@@ -247,8 +247,8 @@ impl Gateway {
             return refused(api);
         }
         let mut timing = Timing::start();
-        let mut request = match self.layouts.layout(api, &raw) {
-            Ok((text, layout)) => Request::with_layout(api, text, &layout),
+        let (mut request, to_keep) = match self.layouts.read(api, &raw) {
+            Ok((text, layout, to_keep)) => (Request::with_layout(api, text, &layout), to_keep),
             Err(e) => return json(400, &api.error("invalid_request_error", &e), None),
         };
         let mut done = match self.prepare(api, headers, &mut request).await {
@@ -323,6 +323,12 @@ impl Gateway {
             Verdict::Forward { .. } => None,
         };
         drop(request);
+        if let Some(to_keep) = to_keep {
+            // Copied beside the upstream call (a task run when this one waits for the answer),
+            // not before it.
+            let gateway = Arc::clone(self);
+            tokio::spawn(async move { gateway.layouts.keep_body(to_keep) });
+        }
         timing.sent();
         let opened = self.upstream.open(&call, outgoing).await;
         timing.answered();
