@@ -219,19 +219,21 @@ impl<'a> Request<'a> {
     }
 
     /// Wire messages `range` as looprail messages, with the index in them where each wire
-    /// message starts.
+    /// message starts. The conversions are handed over, not copied (a tool's output can be
+    /// large): a message asked for again is converted again.
     pub fn messages(&mut self, range: Range<usize>) -> Result<(Vec<Message>, Vec<usize>), String> {
         let mut out = Vec::new();
         let mut starts = Vec::with_capacity(range.len());
         let responses = self.api == Api::Responses;
         for i in range {
             starts.push(out.len());
-            let next = self.message(i)?;
+            self.message(i)?;
+            let next = self.converted[i].take().unwrap_or_default();
             if responses {
                 // A reply's calls are items of their own: they are one assistant turn again.
-                looprail_loop_core::transcript::responses::push_item(&mut out, next.to_vec());
+                looprail_loop_core::transcript::responses::push_item(&mut out, next);
             } else {
-                out.extend_from_slice(next);
+                out.extend(next);
             }
         }
         Ok((out, starts))
@@ -277,5 +279,7 @@ mod tests {
         assert_eq!(request.system_text(), "Be brief.");
         let (messages, starts) = request.messages(0..1).unwrap();
         assert_eq!((messages.len(), starts), (2, vec![0]), "a tool result and the user's text");
+        assert_eq!(request.message(0).unwrap(), &messages[..], "handed over, then converted again");
+        assert_eq!(request.messages(0..1).unwrap().0, messages);
     }
 }
