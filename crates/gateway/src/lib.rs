@@ -255,7 +255,7 @@ impl Gateway {
 }
 
 /// Serves `gateway` on `listener` until `shutdown` completes, then waits for the saves still
-/// running behind their answers.
+/// running behind their answers and the recordings they began.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     gateway: Arc<Gateway>,
@@ -263,4 +263,7 @@ pub async fn serve(
 ) {
     listen::serve(listener, router(Arc::clone(&gateway)), shutdown).await;
     gateway.write_behind.drain().await;
+    if let Some(recorder) = &gateway.recorder {
+        recorder.flushed().await;
+    }
 }

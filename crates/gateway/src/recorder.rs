@@ -1,24 +1,29 @@
 //! The gateway's recorder: appends each conversation's new lines to its recording (see
 //! [`crate::record`]), keeping the files of the conversations recorded last open.
 //!
-//! Two costs shape it, both measured on the peers bench (2-core VM, one client in turn):
+//! Three costs shape it, measured on the peers bench (2-core VM, one client in turn):
 //!
 //! - Creating a file can cost the filesystem long (ext4 searching its inode bitmaps took
-//!   0.4–0.8 ms of CPU per new file), time in which an async worker would serve no request. So
-//!   a conversation's file is created on a thread of the recorder's own: one thread, not a
-//!   blocking-pool task per file (files created side by side in one directory contend in the
-//!   filesystem; a task per append cost 6–15 % of the highest rate).
+//!   0.4–0.8 ms of CPU per new file, milliseconds on a disk full of recently deleted files), time
+//!   in which an async worker would serve no request. So a conversation's file is created on a
+//!   thread of the recorder's own: one thread, not a blocking-pool task per file (files created
+//!   side by side in one directory contend in the filesystem; a task per append cost 6–15 % of
+//!   the highest rate).
+//! - Nothing waits for that thread: a save hands it the lines and goes on, so the
+//!   conversation's next request (which waits for the save) never waits for the filesystem.
+//!   While a conversation has lines with the thread, its next ones go the same way, so its
+//!   lines stay in order; an append the thread cannot make is told back ([`Recorder::failed`])
+//!   and the conversation's next answer records from there.
 //! - Handing every append to that thread, which opened and closed the file each time, cost
-//!   0.13 ms of CPU per request on average at one client (a sleeping thread woken and waking
-//!   the save back, an `openat`, a `close`): about a seventh of the gateway's CPU per request
-//!   there. So once a conversation's file is open, its appends are written by the save itself
-//!   through the file kept open: one `write` of a few hundred bytes into the page cache (and an
-//!   `fstat`), no hand-over.
+//!   0.13 ms of CPU per request on average at one client (a sleeping thread woken, an
+//!   `openat`, a `close`): about a seventh of the gateway's CPU per request there. So once a
+//!   conversation's file is open, its appends are written by the save itself through the file
+//!   kept open: one `write` of a few hundred bytes into the page cache (and an `fstat`).
 //!
 //! A kept file that was removed (its link count 0) is created again, and its directory with
 //! it. A kept file renamed away (rotated) keeps receiving its conversation's appends until it
 //! is closed: at most [`KEPT_OPEN`] files are kept, the least recently appended to closed
-//! first.
+//! first. [`Recorder::flushed`] waits for the thread's work (the gateway's shutdown).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -27,24 +32,53 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::newest_kept::NewestKept;
 use crate::record;
 
 /// How many conversations' files are kept open (each one file descriptor).
 pub(crate) const KEPT_OPEN: usize = 128;
 
+/// How many conversations whose append failed are remembered until their next answer.
+const FAILURES_KEPT: usize = 4096;
+
 /// Appends recordings under one directory.
-#[derive(Debug)]
 pub(crate) struct Recorder {
     dir: PathBuf,
-    kept: Mutex<Kept>,
-    creations: std::sync::mpsc::Sender<Creation>,
+    shared: Arc<Shared>,
+    jobs: std::sync::mpsc::Sender<Job>,
 }
 
-/// The open files, each with when it was last appended to (a count of appends).
-#[derive(Debug, Default)]
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+/// What the saves and the recorder's thread share.
+struct Shared {
+    kept: Mutex<Kept>,
+    /// Conversations whose last append failed, each with how many messages its recording held
+    /// before it.
+    failures: Mutex<NewestKept<String, usize>>,
+}
+
+impl Shared {
+    fn failed(&self, id: &str, recorded: usize, error: &std::io::Error) {
+        tracing::warn!(conversation = %id, error = %error, "gateway: conversation not recorded");
+        if let Ok(mut failures) = self.failures.lock() {
+            let before = failures.take(id).map_or(recorded, |earlier| earlier.min(recorded));
+            failures.keep(id.to_owned(), before);
+        }
+    }
+}
+
+/// The open files, each with when it was last appended to (a count of appends), and the files
+/// with lines still at the recorder's thread.
+#[derive(Default)]
 struct Kept {
     files: HashMap<PathBuf, (Arc<File>, u64)>,
     appends: u64,
+    with_thread: HashMap<PathBuf, usize>,
 }
 
 impl Kept {
@@ -69,58 +103,109 @@ impl Kept {
     }
 }
 
-/// A file to open (creating it when missing) and its first lines, for the recorder's thread.
-#[derive(Debug)]
-struct Creation {
-    path: PathBuf,
-    text: Vec<u8>,
-    done: tokio::sync::oneshot::Sender<std::io::Result<File>>,
+/// Work for the recorder's thread.
+enum Job {
+    /// Lines for a file to open (creating it when missing), of conversation `id`, whose
+    /// recording held `recorded` messages before them.
+    Append { id: String, path: PathBuf, text: Vec<u8>, recorded: usize },
+    /// Answered once the jobs sent before are done.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 impl Recorder {
     /// Starts the thread creating files under `dir`; it ends once the recorder is dropped and
-    /// the creations already sent are done.
+    /// the jobs already sent are done.
     pub(crate) fn start(dir: PathBuf) -> std::io::Result<Self> {
-        let (creations, queue) = std::sync::mpsc::channel::<Creation>();
-        let thread_dir = dir.clone();
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let shared = Arc::new(Shared {
+            kept: Mutex::new(Kept::default()),
+            failures: Mutex::new(NewestKept::new(FAILURES_KEPT)),
+        });
+        let (thread_dir, thread_shared) = (dir.clone(), Arc::clone(&shared));
         std::thread::Builder::new().name("looprail-record".into()).spawn(move || {
-            for Creation { path, text, done } in queue {
-                let created = record::open_appending(&thread_dir, &path)
+            for job in queue {
+                let Job::Append { id, path, text, recorded } = job else {
+                    if let Job::Flush(done) = job {
+                        let _ = done.send(());
+                    }
+                    continue;
+                };
+                let opened = record::open_appending(&thread_dir, &path)
                     .and_then(|mut file| file.write_all(&text).map(|()| file));
-                // A request that stopped waiting still gets its lines written.
-                let _ = done.send(created);
+                let mut kept = thread_shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(count) = kept.with_thread.get_mut(&path) {
+                    *count -= 1;
+                    if *count == 0 {
+                        kept.with_thread.remove(&path);
+                    }
+                }
+                match opened {
+                    Ok(file) => kept.keep(path, Arc::new(file)),
+                    Err(e) => {
+                        drop(kept);
+                        thread_shared.failed(&id, recorded, &e);
+                    }
+                }
             }
         })?;
-        Ok(Self { dir, kept: Mutex::new(Kept::default()), creations })
+        Ok(Self { dir, shared, jobs })
     }
 
-    /// Appends `text` (whole lines) to conversation `id`'s recording; returns once written.
-    pub(crate) async fn append(&self, id: &str, text: Vec<u8>) -> std::io::Result<()> {
+    /// Appends `text` (whole lines) to conversation `id`'s recording, which held `recorded`
+    /// messages before them: written now through its open file, else handed to the recorder's
+    /// thread (a failure is logged and remembered for [`Recorder::take_failure`]).
+    pub(crate) fn append(&self, id: &str, text: Vec<u8>, recorded: usize) {
         if text.is_empty() {
-            return Ok(());
+            return;
         }
         let path = record::file_for(&self.dir, id);
-        let kept = self.kept.lock().ok().and_then(|mut kept| kept.get(&path));
-        // A kept file removed since it was opened (no link left) is made again below.
-        if let Some(file) = kept
-            && file.metadata()?.nlink() > 0
-        {
-            return (&*file).write_all(&text);
+        let file = {
+            let mut kept = self.shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if kept.with_thread.contains_key(&path) { None } else { kept.get(&path) }
+        };
+        // A kept file removed since it was opened (no link left) is made again by the thread.
+        if let Some(file) = file {
+            match file.metadata().map(|m| m.nlink() > 0) {
+                Ok(true) => {
+                    if let Err(e) = (&*file).write_all(&text) {
+                        self.shared.failed(id, recorded, &e);
+                    }
+                    return;
+                }
+                Ok(false) => {}
+                Err(e) => return self.shared.failed(id, recorded, &e),
+            }
         }
-        let stopped = || std::io::Error::other("the recording thread has stopped");
-        let (done, outcome) = tokio::sync::oneshot::channel();
-        self.creations.send(Creation { path: path.clone(), text, done }).map_err(|_| stopped())?;
-        let file = outcome.await.map_err(|_| stopped())??;
-        if let Ok(mut kept) = self.kept.lock() {
-            kept.keep(path, Arc::new(file));
+        let mut kept = self.shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *kept.with_thread.entry(path.clone()).or_default() += 1;
+        drop(kept);
+        let job = Job::Append { id: id.to_owned(), path: path.clone(), text, recorded };
+        if self.jobs.send(job).is_err() {
+            let mut kept = self.shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            kept.with_thread.remove(&path);
+            drop(kept);
+            self.shared.failed(id, recorded, &std::io::Error::other("the recording thread has stopped"));
         }
-        Ok(())
+    }
+
+    /// How many messages conversation `id`'s recording held before an append that failed
+    /// since its last answer, if one did: its next answer records from there.
+    pub(crate) fn take_failure(&self, id: &str) -> Option<usize> {
+        self.shared.failures.lock().ok().and_then(|mut failures| failures.take(id))
+    }
+
+    /// Returns once the recorder's thread has done the work handed to it so far.
+    pub(crate) async fn flushed(&self) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self.jobs.send(Job::Flush(done)).is_ok() {
+            let _ = flushed.await;
+        }
     }
 
     /// How many files are open now.
     #[cfg(test)]
     fn open_files(&self) -> usize {
-        self.kept.lock().map_or(0, |kept| kept.files.len())
+        self.shared.kept.lock().map_or(0, |kept| kept.files.len())
     }
 }
 
@@ -142,21 +227,47 @@ mod tests {
         let root = tempfile::tempdir().expect("temporary directory");
         let dir = root.path().join("records");
         let recorder = Recorder::start(dir.clone()).expect("recording thread");
-        recorder.append("c", said("one")).await.expect("first append");
-        recorder.append("c", said("two")).await.expect("second append");
+        // The second append comes while the first is with the thread: it follows it there.
+        recorder.append("c", said("one"), 0);
+        recorder.append("c", said("two"), 1);
+        recorder.flushed().await;
         assert_eq!(
             read(&dir, "c"),
             "{\"content\":\"one\",\"role\":\"user\"}\n{\"content\":\"two\",\"role\":\"user\"}\n"
         );
         assert_eq!(recorder.open_files(), 1);
         std::fs::remove_dir_all(&dir).expect("directory removed");
-        recorder.append("c", said("three")).await.expect("append after removal");
+        recorder.append("c", said("three"), 2);
+        recorder.flushed().await;
         assert_eq!(read(&dir, "c"), "{\"content\":\"three\",\"role\":\"user\"}\n");
         std::fs::remove_file(record::file_for(&dir, "c")).expect("file removed");
-        recorder.append("c", said("four")).await.expect("append after the file's removal");
-        recorder.append("c", said("five")).await.expect("append");
+        recorder.append("c", said("four"), 3);
+        recorder.flushed().await;
+        recorder.append("c", said("five"), 4); // through the kept file, at once
         assert_eq!(read(&dir, "c").lines().count(), 2);
         assert_eq!(recorder.open_files(), 1);
+        assert_eq!(recorder.take_failure("c"), None);
+    }
+
+    #[tokio::test]
+    async fn an_append_that_fails_is_told_once_from_the_earliest_count() {
+        let root = tempfile::tempdir().expect("temporary directory");
+        // A file where the directory should be: nothing can be created under it.
+        let dir = root.path().join("records");
+        std::fs::write(&dir, "not a directory").expect("file");
+        let recorder = Recorder::start(dir.clone()).expect("recording thread");
+        recorder.append("c", said("one"), 4);
+        recorder.append("c", said("two"), 6); // the recording still holds 4
+        recorder.flushed().await;
+        assert_eq!(recorder.take_failure("c"), Some(4));
+        assert_eq!(recorder.take_failure("c"), None, "told once");
+        assert_eq!(recorder.open_files(), 0);
+        // Once the directory can be made, the next append is written.
+        std::fs::remove_file(&dir).expect("file removed");
+        recorder.append("c", said("three"), 4);
+        recorder.flushed().await;
+        assert_eq!(read(&dir, "c").lines().count(), 1);
+        assert_eq!(recorder.take_failure("c"), None);
     }
 
     #[tokio::test]
@@ -165,16 +276,20 @@ mod tests {
         let dir = root.path().to_path_buf();
         let recorder = Recorder::start(dir.clone()).expect("recording thread");
         for i in 0..=KEPT_OPEN {
-            recorder.append(&format!("c{i}"), said("first")).await.expect("append");
+            recorder.append(&format!("c{i}"), said("first"), 0);
+            recorder.flushed().await;
             // Conversation 0 stays the most recently used.
-            recorder.append("c0", said("again")).await.expect("append");
+            recorder.append("c0", said("again"), 1);
         }
+        recorder.flushed().await;
         assert_eq!(recorder.open_files(), KEPT_OPEN);
-        let kept =
-            |id: &str| recorder.kept.lock().expect("lock").files.contains_key(&record::file_for(&dir, id));
+        let kept = |id: &str| {
+            recorder.shared.kept.lock().expect("lock").files.contains_key(&record::file_for(&dir, id))
+        };
         assert!(kept("c0") && !kept("c1") && kept(&format!("c{KEPT_OPEN}")));
         // A closed conversation's file is opened again and appended to, not truncated.
-        recorder.append("c1", said("later")).await.expect("append");
+        recorder.append("c1", said("later"), 1);
+        recorder.flushed().await;
         assert_eq!(read(&dir, "c1").lines().count(), 2);
         assert_eq!(read(&dir, "c0").lines().count(), KEPT_OPEN + 2);
     }

@@ -127,8 +127,11 @@ impl Gateway {
         }
     }
 
-    /// Appends to the recording, then stores the state (swapped for the one the request was
-    /// read with: see `state_store`) with the fingerprints and the link, in one statement.
+    /// Appends to the recording (without waiting for a file to be made: see `recorder`),
+    /// then stores the state (swapped for the one the request was read with: see
+    /// `state_store`) with the fingerprints and the link, in one statement. The state counts
+    /// the lines as recorded; an append that fails is told to the recorder, and the
+    /// conversation's next answer records from where it failed.
     async fn persist(&self, mut save: Save) {
         let beside = save.beside();
         let Save { done, mut state, usage, record, mut stack, .. } = save;
@@ -136,13 +139,11 @@ impl Gateway {
             state.guards = saved_states(stack.guards());
         }
         if let (Some(recorder), Some(record)) = (&self.recorder, record) {
-            let recorded = record.recorded;
-            let appended = match record.lines(&done) {
-                Ok(lines) => recorder.append(&state.id, lines).await,
-                Err(e) => Err(e),
-            };
-            match appended {
-                Ok(()) => state.recorded = recorded,
+            match record.lines(&done) {
+                Ok(lines) => {
+                    let before = std::mem::replace(&mut state.recorded, record.recorded);
+                    recorder.append(&state.id, lines, before);
+                }
                 Err(e) => {
                     tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
                 }

@@ -243,3 +243,32 @@ async fn a_conversation_of_long_requests_is_judged_as_one_of_short_ones() {
     let long = ladder(SaveOrder::AfterAnswer, 40_000).await;
     assert_eq!(long, short, "each long request known from the one before it");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_request_does_not_wait_for_the_recording_which_stays_in_order() {
+    // The conversation's recording is a FIFO: opening it blocks the recorder until a reader
+    // comes, as slow as a filesystem gets. The state is stored meanwhile, and the
+    // conversation's next requests go on; the recording's lines follow, in order.
+    let upstream = upstream().await;
+    let path = common::TempStore::new("recording-behind");
+    let records = tempfile::tempdir().unwrap();
+    let fifo = records.path().join(format!("{RUN}.jsonl"));
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut config = settings(&upstream.url, SaveOrder::Auto);
+    config.record_dir = Some(records.path().to_path_buf());
+    let gateway = common::sdk::serve_settings(&path, config, 0).await;
+    for n in 1..=3 {
+        let answered = tokio::time::timeout(Duration::from_secs(10), ask(&gateway.url, n)).await;
+        assert_eq!(answered.unwrap_or_else(|_| panic!("request {n} waited")).unwrap(), 200);
+    }
+    assert_eq!(stored(&path).await.unwrap()["requests"], 3, "every state stored");
+    // A reader lets the recorder on; once the gateway stops, the writer closes the FIFO.
+    let reader = tokio::task::spawn_blocking(move || std::fs::read_to_string(&fifo).unwrap());
+    gateway.stop().await;
+    let recording = tokio::time::timeout(Duration::from_secs(10), reader).await.unwrap().unwrap();
+    let said: Vec<String> = recording
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(said, ["question 0", "hi", "question 1", "hi", "question 2", "hi"], "{recording}");
+}
