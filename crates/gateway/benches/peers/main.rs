@@ -28,7 +28,7 @@
 //! `LOOPRAIL_PEERS_AGENT_HTTP=1` runs the agent cells over plain HTTP instead of HTTPS;
 //! `LOOPRAIL_PEERS_PG=0` leaves the gateway on a PostgreSQL store (`looprail-pg`, a throwaway
 //! server started as the tests start theirs) out of the agent-traffic cells;
-//! `LOOPRAIL_PEERS_BODY_ROUNDS=repeats,conversations,steps` sizes the body cells (3,4,10);
+//! `LOOPRAIL_PEERS_BODY_ROUNDS=repeats,conversations,steps` sizes the body cells (3,8,10: 240 timed requests per system and size);
 //! `LOOPRAIL_PEERS_SAMPLES=<file>` appends each timed body request to it as a CSV line.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
@@ -338,7 +338,7 @@ async fn measure_agent(targets: &[Target], quick: bool) -> Vec<agent::AgentRow> 
         let n: Vec<usize> = v.split(',').filter_map(|n| n.trim().parse().ok()).collect();
         (n.len() == 3 && n.iter().all(|&n| n > 0)).then(|| (n[0], n[1], n[2]))
     });
-    let (repeats, conversations, steps) = rounds.unwrap_or(if quick { (1, 2, 5) } else { (3, 4, 10) });
+    let (repeats, conversations, steps) = rounds.unwrap_or(if quick { (1, 2, 5) } else { (3, 8, 10) });
     // LOOPRAIL_PEERS_AGENT_CELLS=bodies,conversations,slow: only those (all by default).
     let cell = |name: &str| {
         std::env::var("LOOPRAIL_PEERS_AGENT_CELLS").map_or(true, |v| v.split(',').any(|c| c.trim() == name))
