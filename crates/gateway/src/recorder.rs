@@ -41,6 +41,10 @@ pub(crate) const KEPT_OPEN: usize = 128;
 /// How many conversations whose append failed are remembered until their next answer.
 const FAILURES_KEPT: usize = 4096;
 
+/// The most bytes of lines waiting for the recorder's thread: a filesystem that stops
+/// answering (a hung network mount) costs the recordings past it, not the gateway's memory.
+const WAITING_MAX: usize = if cfg!(test) { 4096 } else { 64 << 20 };
+
 /// Appends recordings under one directory.
 pub(crate) struct Recorder {
     dir: PathBuf,
@@ -79,6 +83,8 @@ struct Kept {
     files: HashMap<PathBuf, (Arc<File>, u64)>,
     appends: u64,
     with_thread: HashMap<PathBuf, usize>,
+    /// The bytes of the lines with the thread.
+    waiting: usize,
 }
 
 impl Kept {
@@ -133,6 +139,7 @@ impl Recorder {
                 let opened = record::open_appending(&thread_dir, &path)
                     .and_then(|mut file| file.write_all(&text).map(|()| file));
                 let mut kept = thread_shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                kept.waiting = kept.waiting.saturating_sub(text.len());
                 if let Some(count) = kept.with_thread.get_mut(&path) {
                     *count -= 1;
                     if *count == 0 {
@@ -177,12 +184,20 @@ impl Recorder {
             }
         }
         let mut kept = self.shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.waiting + text.len() > WAITING_MAX {
+            drop(kept);
+            let behind = std::io::Error::other("the recordings' filesystem is too far behind");
+            return self.shared.failed(id, recorded, &behind);
+        }
+        kept.waiting += text.len();
         *kept.with_thread.entry(path.clone()).or_default() += 1;
         drop(kept);
+        let size = text.len();
         let job = Job::Append { id: id.to_owned(), path: path.clone(), text, recorded };
         if self.jobs.send(job).is_err() {
             let mut kept = self.shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             kept.with_thread.remove(&path);
+            kept.waiting = kept.waiting.saturating_sub(size);
             drop(kept);
             self.shared.failed(id, recorded, &std::io::Error::other("the recording thread has stopped"));
         }
@@ -268,6 +283,31 @@ mod tests {
         recorder.flushed().await;
         assert_eq!(read(&dir, "c").lines().count(), 1);
         assert_eq!(recorder.take_failure("c"), None);
+    }
+
+    #[tokio::test]
+    async fn lines_past_the_bound_waiting_for_a_stuck_filesystem_are_dropped_and_told() {
+        let root = tempfile::tempdir().expect("temporary directory");
+        let dir = root.path().to_path_buf();
+        // A FIFO: the thread's open blocks until a reader comes.
+        let fifo = record::file_for(&dir, "stuck");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+        assert!(made.success());
+        let recorder = Recorder::start(dir.clone()).expect("recording thread");
+        let line = said(&"x".repeat(1000));
+        for recorded in 0..WAITING_MAX / line.len() {
+            recorder.append("stuck", line.clone(), recorded);
+        }
+        assert_eq!(recorder.take_failure("stuck"), None, "within the bound");
+        recorder.append("stuck", line.clone(), 99);
+        recorder.append("other", line.clone(), 0); // the bound is the whole queue's
+        assert_eq!(recorder.take_failure("stuck"), Some(99), "past the bound: dropped, told");
+        assert_eq!(recorder.take_failure("other"), Some(0));
+        let reader = std::thread::spawn(move || std::fs::read(&fifo).expect("read").len());
+        recorder.flushed().await;
+        drop(recorder); // the thread closes the FIFO once its work is done
+        let read = reader.join().expect("reader");
+        assert_eq!(read, (WAITING_MAX / line.len()) * line.len(), "what waited was written");
     }
 
     #[tokio::test]
