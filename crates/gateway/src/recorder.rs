@@ -9,11 +9,12 @@
 //!   thread of the recorder's own: one thread, not a blocking-pool task per file (files created
 //!   side by side in one directory contend in the filesystem; a task per append cost 6–15 % of
 //!   the highest rate).
-//! - Nothing waits for that thread: a save hands it the lines and goes on, so the
-//!   conversation's next request (which waits for the save) never waits for the filesystem.
-//!   While a conversation has lines with the thread, its next ones go the same way, so its
-//!   lines stay in order; an append the thread cannot make is told back ([`Recorder::failed`])
-//!   and the conversation's next answer records from there.
+//! - A save does not wait for that thread: it hands it the lines and goes on, so the
+//!   conversation's next request (which waits for the save) does not wait for the filesystem,
+//!   unless [`WAITING_MAX`] bytes of lines are waiting there already (then saves wait, as they
+//!   all did before). While a conversation has lines with the thread, its next ones go the
+//!   same way, so its lines stay in order; an append the thread cannot make is logged and
+//!   remembered ([`Recorder::take_failure`]): the conversation's next answer records from there.
 //! - Handing every append to that thread, which opened and closed the file each time, cost
 //!   0.13 ms of CPU per request on average at one client (a sleeping thread woken, an
 //!   `openat`, a `close`): about a seventh of the gateway's CPU per request there. So once a
@@ -41,8 +42,9 @@ pub(crate) const KEPT_OPEN: usize = 128;
 /// How many conversations whose append failed are remembered until their next answer.
 const FAILURES_KEPT: usize = 4096;
 
-/// The most bytes of lines waiting for the recorder's thread: a filesystem that stops
-/// answering (a hung network mount) costs the recordings past it, not the gateway's memory.
+/// The most bytes of lines waiting for the recorder's thread: past it, a save waits for the
+/// thread to catch up (a burst of new conversations on a slow disk, or a filesystem that
+/// stopped answering, holds the saves, as before the thread took the lines without a wait).
 const WAITING_MAX: usize = if cfg!(test) { 4096 } else { 64 << 20 };
 
 /// Appends recordings under one directory.
@@ -64,6 +66,8 @@ struct Shared {
     /// Conversations whose last append failed, each with how many messages its recording held
     /// before it.
     failures: Mutex<NewestKept<String, usize>>,
+    /// Told each time the thread has done a job (lines waiting for room wait for it).
+    caught_up: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -126,6 +130,7 @@ impl Recorder {
         let shared = Arc::new(Shared {
             kept: Mutex::new(Kept::default()),
             failures: Mutex::new(NewestKept::new(FAILURES_KEPT)),
+            caught_up: tokio::sync::Notify::new(),
         });
         let (thread_dir, thread_shared) = (dir.clone(), Arc::clone(&shared));
         std::thread::Builder::new().name("looprail-record".into()).spawn(move || {
@@ -153,6 +158,7 @@ impl Recorder {
                         thread_shared.failed(&id, recorded, &e);
                     }
                 }
+                thread_shared.caught_up.notify_waiters();
             }
         })?;
         Ok(Self { dir, shared, jobs })
@@ -160,8 +166,9 @@ impl Recorder {
 
     /// Appends `text` (whole lines) to conversation `id`'s recording, which held `recorded`
     /// messages before them: written now through its open file, else handed to the recorder's
-    /// thread (a failure is logged and remembered for [`Recorder::take_failure`]).
-    pub(crate) fn append(&self, id: &str, text: Vec<u8>, recorded: usize) {
+    /// thread, waiting only while [`WAITING_MAX`] bytes wait there (a failure is logged and
+    /// remembered for [`Recorder::take_failure`]).
+    pub(crate) async fn append(&self, id: &str, text: Vec<u8>, recorded: usize) {
         if text.is_empty() {
             return;
         }
@@ -183,15 +190,25 @@ impl Recorder {
                 Err(e) => return self.shared.failed(id, recorded, &e),
             }
         }
-        let mut kept = self.shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if kept.waiting + text.len() > WAITING_MAX {
-            drop(kept);
-            let behind = std::io::Error::other("the recordings' filesystem is too far behind");
-            return self.shared.failed(id, recorded, &behind);
+        loop {
+            // Made before the check: a job done between the check and the wait still wakes it.
+            let caught_up = self.shared.caught_up.notified();
+            let mut caught_up = std::pin::pin!(caught_up);
+            caught_up.as_mut().enable();
+            let room = {
+                let mut kept = self.shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let room = kept.waiting == 0 || kept.waiting + text.len() <= WAITING_MAX;
+                if room {
+                    kept.waiting += text.len();
+                    *kept.with_thread.entry(path.clone()).or_default() += 1;
+                }
+                room
+            };
+            if room {
+                break;
+            }
+            caught_up.await;
         }
-        kept.waiting += text.len();
-        *kept.with_thread.entry(path.clone()).or_default() += 1;
-        drop(kept);
         let size = text.len();
         let job = Job::Append { id: id.to_owned(), path: path.clone(), text, recorded };
         if self.jobs.send(job).is_err() {
@@ -243,8 +260,8 @@ mod tests {
         let dir = root.path().join("records");
         let recorder = Recorder::start(dir.clone()).expect("recording thread");
         // The second append comes while the first is with the thread: it follows it there.
-        recorder.append("c", said("one"), 0);
-        recorder.append("c", said("two"), 1);
+        recorder.append("c", said("one"), 0).await;
+        recorder.append("c", said("two"), 1).await;
         recorder.flushed().await;
         assert_eq!(
             read(&dir, "c"),
@@ -252,13 +269,13 @@ mod tests {
         );
         assert_eq!(recorder.open_files(), 1);
         std::fs::remove_dir_all(&dir).expect("directory removed");
-        recorder.append("c", said("three"), 2);
+        recorder.append("c", said("three"), 2).await;
         recorder.flushed().await;
         assert_eq!(read(&dir, "c"), "{\"content\":\"three\",\"role\":\"user\"}\n");
         std::fs::remove_file(record::file_for(&dir, "c")).expect("file removed");
-        recorder.append("c", said("four"), 3);
+        recorder.append("c", said("four"), 3).await;
         recorder.flushed().await;
-        recorder.append("c", said("five"), 4); // through the kept file, at once
+        recorder.append("c", said("five"), 4).await; // through the kept file, at once
         assert_eq!(read(&dir, "c").lines().count(), 2);
         assert_eq!(recorder.open_files(), 1);
         assert_eq!(recorder.take_failure("c"), None);
@@ -271,43 +288,49 @@ mod tests {
         let dir = root.path().join("records");
         std::fs::write(&dir, "not a directory").expect("file");
         let recorder = Recorder::start(dir.clone()).expect("recording thread");
-        recorder.append("c", said("one"), 4);
-        recorder.append("c", said("two"), 6); // the recording still holds 4
+        recorder.append("c", said("one"), 4).await;
+        recorder.append("c", said("two"), 6).await; // the recording still holds 4
         recorder.flushed().await;
         assert_eq!(recorder.take_failure("c"), Some(4));
         assert_eq!(recorder.take_failure("c"), None, "told once");
         assert_eq!(recorder.open_files(), 0);
         // Once the directory can be made, the next append is written.
         std::fs::remove_file(&dir).expect("file removed");
-        recorder.append("c", said("three"), 4);
+        recorder.append("c", said("three"), 4).await;
         recorder.flushed().await;
         assert_eq!(read(&dir, "c").lines().count(), 1);
         assert_eq!(recorder.take_failure("c"), None);
     }
 
     #[tokio::test]
-    async fn lines_past_the_bound_waiting_for_a_stuck_filesystem_are_dropped_and_told() {
+    async fn past_the_bound_an_append_waits_for_a_stuck_filesystem() {
         let root = tempfile::tempdir().expect("temporary directory");
         let dir = root.path().to_path_buf();
         // A FIFO: the thread's open blocks until a reader comes.
         let fifo = record::file_for(&dir, "stuck");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
         assert!(made.success());
-        let recorder = Recorder::start(dir.clone()).expect("recording thread");
+        let recorder = Arc::new(Recorder::start(dir.clone()).expect("recording thread"));
         let line = said(&"x".repeat(1000));
-        for recorded in 0..WAITING_MAX / line.len() {
-            recorder.append("stuck", line.clone(), recorded);
+        let fit = WAITING_MAX / line.len();
+        for recorded in 0..fit {
+            recorder.append("stuck", line.clone(), recorded).await; // within the bound: at once
         }
-        assert_eq!(recorder.take_failure("stuck"), None, "within the bound");
-        recorder.append("stuck", line.clone(), 99);
-        recorder.append("other", line.clone(), 0); // the bound is the whole queue's
-        assert_eq!(recorder.take_failure("stuck"), Some(99), "past the bound: dropped, told");
-        assert_eq!(recorder.take_failure("other"), Some(0));
+        let past = tokio::spawn({
+            let (recorder, line) = (Arc::clone(&recorder), line.clone());
+            async move { recorder.append("other", line, 0).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!past.is_finished(), "past the bound it waits");
         let reader = std::thread::spawn(move || std::fs::read(&fifo).expect("read").len());
+        tokio::time::timeout(std::time::Duration::from_secs(10), past)
+            .await
+            .expect("caught up")
+            .expect("task");
         recorder.flushed().await;
         drop(recorder); // the thread closes the FIFO once its work is done
-        let read = reader.join().expect("reader");
-        assert_eq!(read, (WAITING_MAX / line.len()) * line.len(), "what waited was written");
+        assert_eq!(reader.join().expect("reader"), fit * line.len(), "every line written");
+        assert_eq!(read(&dir, "other").len(), line.len());
     }
 
     #[tokio::test]
@@ -316,10 +339,10 @@ mod tests {
         let dir = root.path().to_path_buf();
         let recorder = Recorder::start(dir.clone()).expect("recording thread");
         for i in 0..=KEPT_OPEN {
-            recorder.append(&format!("c{i}"), said("first"), 0);
+            recorder.append(&format!("c{i}"), said("first"), 0).await;
             recorder.flushed().await;
             // Conversation 0 stays the most recently used.
-            recorder.append("c0", said("again"), 1);
+            recorder.append("c0", said("again"), 1).await;
         }
         recorder.flushed().await;
         assert_eq!(recorder.open_files(), KEPT_OPEN);
@@ -328,7 +351,7 @@ mod tests {
         };
         assert!(kept("c0") && !kept("c1") && kept(&format!("c{KEPT_OPEN}")));
         // A closed conversation's file is opened again and appended to, not truncated.
-        recorder.append("c1", said("later"), 1);
+        recorder.append("c1", said("later"), 1).await;
         recorder.flushed().await;
         assert_eq!(read(&dir, "c1").lines().count(), 2);
         assert_eq!(read(&dir, "c0").lines().count(), KEPT_OPEN + 2);

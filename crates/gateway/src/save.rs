@@ -142,7 +142,7 @@ impl Gateway {
             match record.lines(&done) {
                 Ok(lines) => {
                     let before = std::mem::replace(&mut state.recorded, record.recorded);
-                    recorder.append(&state.id, lines, before);
+                    recorder.append(&state.id, lines, before).await;
                 }
                 Err(e) => {
                     tracing::warn!(conversation = %state.id, error = %e, "gateway: conversation not recorded")
