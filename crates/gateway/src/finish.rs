@@ -230,12 +230,12 @@ impl Gateway {
             }
             (None, None) => Vec::new(),
         };
-        // What the recording gains; its messages are put together by the save, off the answer's
-        // path.
         // An append that failed since (written behind an answer) is recorded again from there.
         if let Some(before) = self.recorder.as_ref().and_then(|r| r.take_failure(&state.id)) {
             state.recorded = state.recorded.min(before);
         }
+        // What the recording gains; its messages are put together by the save, off the answer's
+        // path.
         let record = self.recorder.is_some().then(|| {
             // The previous reply comes back at the start of the new messages: recorded once.
             let record_from = if state.recorded <= len { state.recorded.max(from) } else { from };
