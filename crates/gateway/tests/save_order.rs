@@ -272,3 +272,34 @@ async fn the_next_request_does_not_wait_for_the_recording_which_stays_in_order()
         .collect();
     assert_eq!(said, ["question 0", "hi", "question 1", "hi", "question 2", "hi"], "{recording}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_that_failed_is_taken_up_again_with_the_next_answer() {
+    // The recordings' directory cannot be made at first (a file stands in its place): the
+    // first answer's lines are lost and logged; once it can, the next answer records from
+    // where the recording failed, as far as its request still carries (the first reply).
+    let upstream = upstream().await;
+    let path = common::TempStore::new("recording-failed");
+    let root = tempfile::tempdir().unwrap();
+    let records = root.path().join("records");
+    std::fs::write(&records, "in the way").unwrap();
+    let mut config = settings(&upstream.url, SaveOrder::Auto);
+    config.record_dir = Some(records.clone());
+    let gateway = common::sdk::serve_settings(&path, config, 0).await;
+    assert_eq!(ask(&gateway.url, 1).await.unwrap(), 200);
+    while stored(&path).await.is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The failed append is told by the recorder's thread (at once: the open fails): the
+    // moment given it is generous for a loaded machine.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    std::fs::remove_file(&records).unwrap();
+    assert_eq!(ask(&gateway.url, 2).await.unwrap(), 200);
+    gateway.stop().await;
+    let recording = std::fs::read_to_string(records.join(format!("{RUN}.jsonl"))).unwrap();
+    let said: Vec<String> = recording
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(said, ["hi", "question 1", "hi"], "{recording}");
+}
