@@ -101,6 +101,14 @@ async fn saving_after_answers(name: &str) -> (FakeServer, common::TempStore, com
     (upstream, path, gateway)
 }
 
+/// The content of each line of a recording, in order.
+fn contents(recording: &str) -> Vec<String> {
+    recording
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Whether `task` is still running after a moment (it waits for something).
 async fn still_waiting(task: &tokio::task::JoinHandle<u16>) -> bool {
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -266,10 +274,7 @@ async fn the_next_request_does_not_wait_for_the_recording_which_stays_in_order()
     let reader = tokio::task::spawn_blocking(move || std::fs::read_to_string(&fifo).unwrap());
     gateway.stop().await;
     let recording = tokio::time::timeout(Duration::from_secs(10), reader).await.unwrap().unwrap();
-    let said: Vec<String> = recording
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["content"].as_str().unwrap().to_owned())
-        .collect();
+    let said = contents(&recording);
     assert_eq!(said, ["question 0", "hi", "question 1", "hi", "question 2", "hi"], "{recording}");
 }
 
@@ -297,9 +302,6 @@ async fn a_recording_that_failed_is_taken_up_again_with_the_next_answer() {
     assert_eq!(ask(&gateway.url, 2).await.unwrap(), 200);
     gateway.stop().await;
     let recording = std::fs::read_to_string(records.join(format!("{RUN}.jsonl"))).unwrap();
-    let said: Vec<String> = recording
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["content"].as_str().unwrap().to_owned())
-        .collect();
+    let said = contents(&recording);
     assert_eq!(said, ["hi", "question 1", "hi"], "{recording}");
 }
