@@ -71,6 +71,29 @@ struct Shared {
 }
 
 impl Shared {
+    /// The recorder's thread: opens `path` (made when missing) and appends `text`, then keeps
+    /// the file open for the saves and lets the appends waiting for room go on.
+    fn open_and_append(&self, dir: &Path, id: &str, path: PathBuf, text: &[u8], recorded: usize) {
+        let opened =
+            record::open_appending(dir, &path).and_then(|mut file| file.write_all(text).map(|()| file));
+        let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.waiting = kept.waiting.saturating_sub(text.len());
+        if let Some(count) = kept.with_thread.get_mut(&path) {
+            *count -= 1;
+            if *count == 0 {
+                kept.with_thread.remove(&path);
+            }
+        }
+        match opened {
+            Ok(file) => kept.keep(path, Arc::new(file)),
+            Err(e) => {
+                drop(kept);
+                self.failed(id, recorded, &e);
+            }
+        }
+        self.caught_up.notify_waiters();
+    }
+
     fn failed(&self, id: &str, recorded: usize, error: &std::io::Error) {
         tracing::warn!(conversation = %id, error = %error, "gateway: conversation not recorded");
         if let Ok(mut failures) = self.failures.lock() {
@@ -135,30 +158,14 @@ impl Recorder {
         let (thread_dir, thread_shared) = (dir.clone(), Arc::clone(&shared));
         std::thread::Builder::new().name("looprail-record".into()).spawn(move || {
             for job in queue {
-                let Job::Append { id, path, text, recorded } = job else {
-                    if let Job::Flush(done) = job {
+                match job {
+                    Job::Append { id, path, text, recorded } => {
+                        thread_shared.open_and_append(&thread_dir, &id, path, &text, recorded);
+                    }
+                    Job::Flush(done) => {
                         let _ = done.send(());
                     }
-                    continue;
-                };
-                let opened = record::open_appending(&thread_dir, &path)
-                    .and_then(|mut file| file.write_all(&text).map(|()| file));
-                let mut kept = thread_shared.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                kept.waiting = kept.waiting.saturating_sub(text.len());
-                if let Some(count) = kept.with_thread.get_mut(&path) {
-                    *count -= 1;
-                    if *count == 0 {
-                        kept.with_thread.remove(&path);
-                    }
                 }
-                match opened {
-                    Ok(file) => kept.keep(path, Arc::new(file)),
-                    Err(e) => {
-                        drop(kept);
-                        thread_shared.failed(&id, recorded, &e);
-                    }
-                }
-                thread_shared.caught_up.notify_waiters();
             }
         })?;
         Ok(Self { dir, shared, jobs })
